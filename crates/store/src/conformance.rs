@@ -2,6 +2,9 @@
 //! a violation. A backend's tests instantiate all of them with [`crate::conformance_suite!`],
 //! giving a function that makes a fresh, empty store.
 
+// Test code: a failed unwrap is a failed check.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -1,6 +1,7 @@
 //! The SQLite backend: the embedded default. One file in the data directory, WAL mode, every
 //! acknowledged write fsync'd, concurrent writes group-committed. See [`schema`] for the format.
 
+mod checkpointer;
 pub mod schema;
 mod reader;
 mod writer;
@@ -60,6 +61,8 @@ pub struct SqliteStore {
 struct Inner {
     requests: Option<mpsc::Sender<Request>>,
     writer: Option<JoinHandle<()>>,
+    checkpoints: Arc<checkpointer::CheckpointSignal>,
+    checkpointer: Option<JoinHandle<()>>,
     readers: Arc<Readers>,
     hub: Arc<Hub>,
     revisions: Arc<Revisions>,
@@ -94,8 +97,10 @@ impl SqliteStore {
         revisions.compacted.store(snapshot.compacted, Ordering::SeqCst);
         let hub = Arc::new(Hub::new(snapshot.current));
         let clock = RevisionClock::new(options.compaction.clone(), Instant::now(), snapshot.current);
+        let checkpoints = Arc::new(checkpointer::CheckpointSignal::default());
         let writer = Writer::new(
             conn,
+            checkpoints.clone(),
             path.clone(),
             hub.clone(),
             revisions.clone(),
@@ -108,11 +113,15 @@ impl SqliteStore {
             .name("oxplane-store-writer".into())
             .spawn(move || writer.run(rx))
             .map_err(|e| StoreError::io("starting the store writer thread", e))?;
+        let checkpointer = checkpointer::spawn(path.clone(), checkpoints.clone())
+            .map_err(|e| StoreError::io("starting the store checkpoint thread", e))?;
         tracing::info!(path = %path.display(), revision = snapshot.current, "store opened");
         Ok(SqliteStore {
             inner: Arc::new(Inner {
                 requests: Some(tx),
                 writer: Some(handle),
+                checkpoints,
+                checkpointer: Some(checkpointer),
                 readers: Arc::new(Readers::new(&path)),
                 hub,
                 revisions,
@@ -151,6 +160,10 @@ impl Drop for Inner {
     fn drop(&mut self) {
         // Let the writer drain what is queued and close the database, then end all watches.
         self.requests.take();
+        self.checkpoints.stop.store(true, Ordering::Release);
+        if let Some(handle) = self.checkpointer.take() {
+            let _ = handle.join();
+        }
         if let Some(handle) = self.writer.take() {
             let _ = handle.join();
         }

@@ -73,6 +73,7 @@ impl Readers {
         )
         .map_err(|e| classify(e, &self.path))?;
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(|e| classify(e, &self.path))?;
+        conn.execute_batch(super::schema::READER_PRAGMAS).map_err(|e| classify(e, &self.path))?;
         Ok(conn)
     }
 

@@ -118,7 +118,10 @@ pub(crate) fn prepare(conn: &Connection, path: &Path, integrity_check: bool, fsy
         "PRAGMA journal_mode = WAL;
          PRAGMA synchronous = {sync};
          PRAGMA journal_size_limit = 67108864;
-         PRAGMA busy_timeout = 10000;"
+         PRAGMA busy_timeout = 10000;
+         PRAGMA cache_size = -65536;
+         PRAGMA mmap_size = 1073741824;
+         PRAGMA wal_autocheckpoint = 0;"
     ))
     .map_err(corrupt)?;
     if application_id == 0 {
@@ -129,6 +132,9 @@ pub(crate) fn prepare(conn: &Connection, path: &Path, integrity_check: bool, fsy
     }
     Ok(())
 }
+
+/// Settings of every read connection: a large page cache and memory-mapped reads.
+pub(crate) const READER_PRAGMAS: &str = "PRAGMA cache_size = -16384; PRAGMA mmap_size = 1073741824;";
 
 /// Maps an SQLite error to the store error a user can act on.
 pub(crate) fn classify(error: rusqlite::Error, path: &Path) -> StoreError {

@@ -17,6 +17,7 @@ use bytes::Bytes;
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use tokio::sync::oneshot;
 
+use super::checkpointer::CheckpointSignal;
 use super::schema::classify;
 use crate::compaction::RevisionClock;
 use crate::watch::Hub;
@@ -51,6 +52,7 @@ struct PendingCompaction {
 
 pub(crate) struct Writer {
     pub conn: Connection,
+    checkpoints: Arc<CheckpointSignal>,
     pub path: PathBuf,
     pub hub: Arc<Hub>,
     pub revisions: Arc<Revisions>,
@@ -62,8 +64,11 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
+    // Every argument is a distinct piece the writer owns or shares; a struct would only rename them.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         conn: Connection,
+        checkpoints: Arc<CheckpointSignal>,
         path: PathBuf,
         hub: Arc<Hub>,
         revisions: Arc<Revisions>,
@@ -79,7 +84,7 @@ impl Writer {
             done: compaction_done,
             waiters: Vec::new(),
         });
-        Writer { conn, path, hub, revisions, clock, max_batch, next: current + 1, pending }
+        Writer { conn, checkpoints, path, hub, revisions, clock, max_batch, next: current + 1, pending }
     }
 
     /// Serves requests until every sender is gone.
@@ -108,6 +113,10 @@ impl Writer {
             match first {
                 Request::Compact(target, reply) => self.start_compaction(target, reply),
                 Request::Write(write, reply) => {
+                    // Give writers that are about to submit (woken by the previous commit) a
+                    // moment to join this batch: on a busy machine this lets one fsync serve
+                    // many more writes, and costs an idle writer nothing measurable.
+                    std::thread::yield_now();
                     let mut batch = vec![(write, reply)];
                     while batch.len() < self.max_batch {
                         match requests.try_recv() {
@@ -155,6 +164,7 @@ impl Writer {
         })();
         match outcome {
             Ok(results) => {
+                self.checkpoints.commits.fetch_add(1, Ordering::Release);
                 self.next = next;
                 self.revisions.current.store(next - 1, Ordering::SeqCst);
                 let events: Vec<Event> = results

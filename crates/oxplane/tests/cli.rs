@@ -1,0 +1,51 @@
+//! The binary's command line, run as a user would.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::process::Command;
+
+fn oxplane() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_oxplane"))
+}
+
+#[test]
+fn version_and_help() {
+    let out = oxplane().arg("--version").output().unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("oxplane {}", env!("CARGO_PKG_VERSION")));
+    let out = oxplane().arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains("Crossplane-compatible control plane"), "{help}");
+    assert!(help.contains("bench"), "{help}");
+}
+
+#[test]
+fn an_unknown_subcommand_is_a_clear_error() {
+    let out = oxplane().arg("frobnicate").output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognized subcommand 'frobnicate'"));
+}
+
+#[test]
+fn bench_store_prints_one_json_object_with_the_named_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = oxplane()
+        .args(["bench", "store", "--json", "--seconds", "0.2", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["bench"], "store");
+    let figures = report["figures"].as_array().unwrap();
+    for name in ["writes_per_s_w1", "writes_per_s_w16", "writes_per_s_w64", "p99_ms_w64", "baseline_writes_per_s"] {
+        let figure = figures.iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("missing {name}"));
+        assert!(figure["value"].as_f64().unwrap() > 0.0, "{name} must be measured");
+        assert!(figure["unit"].is_string());
+    }
+    // The temporary databases are cleaned up.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
