@@ -1,5 +1,8 @@
 //! The command line: subcommands and their flags.
 
+use std::path::PathBuf;
+
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use crate::bench;
@@ -16,6 +19,16 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the Kubernetes-compatible API on the embedded store, until SIGTERM or Ctrl-C.
+    Up {
+        /// Where the store, certificates, admin token and kubeconfig live
+        /// [default: $OXPLANE_HOME, else ~/.oxplane].
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Address to listen on; port 0 picks a free port.
+        #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:6443")]
+        listen: String,
+    },
     /// Measure oxplane's performance and print the figures.
     Bench {
         /// Which benchmark.
@@ -27,6 +40,35 @@ pub enum Command {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
+        Command::Up { data_dir, listen } => up(data_dir, listen),
         Command::Bench { which } => bench::run(which),
     }
+}
+
+/// The data directory: the flag, else `$OXPLANE_HOME`, else `~/.oxplane`.
+fn data_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = flag {
+        return Ok(dir);
+    }
+    if let Some(home) = std::env::var_os("OXPLANE_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(home));
+    }
+    let home = std::env::var_os("HOME").context("neither --data-dir, OXPLANE_HOME nor HOME is set")?;
+    Ok(PathBuf::from(home).join(".oxplane"))
+}
+
+fn up(data_dir_flag: Option<PathBuf>, listen: String) -> anyhow::Result<()> {
+    let config = oxplane_apiserver::server::ServerConfig { data_dir: data_dir(data_dir_flag)?, listen };
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        oxplane_apiserver::server::run(config, shutdown).await?;
+        anyhow::Ok(())
+    })
 }

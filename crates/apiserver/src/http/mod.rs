@@ -1,0 +1,79 @@
+//! The HTTP surface: routing, authentication, and the handlers.
+
+mod discovery;
+mod health;
+mod resources;
+pub mod seed;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use oxplane_store::Store;
+
+use crate::registry::Registry;
+use crate::server::auth;
+use crate::status::{ApiError, Reason};
+
+/// Largest request body accepted (Kubernetes' limit is 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// What every handler shares.
+pub struct AppState {
+    /// The object store.
+    pub store: Arc<dyn Store>,
+    /// The served kinds.
+    pub registry: Arc<Registry>,
+    /// The admin bearer token.
+    pub token: String,
+    /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
+    pub ready: AtomicBool,
+}
+
+impl AppState {
+    /// State over a store and a registry.
+    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>, token: String) -> Self {
+        AppState { store, registry, token, ready: AtomicBool::new(false) }
+    }
+}
+
+/// The whole API as one router.
+pub fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/api", get(discovery::core_versions))
+        .route("/api/{version}", get(discovery::core_resources))
+        .route("/apis", get(discovery::groups))
+        .route("/apis/{group}/{version}", get(discovery::group_resources))
+        .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
+        .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
+        .route("/metrics", get(health::metrics))
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
+        .route("/version", get(health::version))
+        .merge(api)
+        .fallback(not_found)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+/// Rejects requests without the admin bearer token.
+async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    if auth::is_authorized(presented, &state.token) {
+        next.run(request).await
+    } else {
+        ApiError::new(Reason::Unauthorized, "Unauthorized").into_response()
+    }
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(Reason::NotFound, "the server could not find the requested resource")
+}

@@ -1,0 +1,54 @@
+//! oxplane's Kubernetes-compatible API server: Kubernetes REST semantics over the revisioned
+//! store, served over HTTPS to kubectl, kube-rs and the Python client.
+//!
+//! - [`server`]: `oxplane up`: certificates, token, kubeconfig, the HTTPS listener, shutdown.
+//! - [`registry`]: the kinds served and where they live in URLs, discovery and the store.
+//! - [`http`]: the request handlers.
+//! - [`status`]: Kubernetes `Status` errors.
+
+pub mod http;
+pub mod objects;
+pub mod registry;
+pub mod server;
+pub mod status;
+
+use std::path::PathBuf;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The store failed to open or to serve.
+    #[error(transparent)]
+    Store(#[from] oxplane_store::StoreError),
+    /// Certificates could not be made or loaded.
+    #[error("TLS setup failed: {0}")]
+    Tls(String),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address asked for.
+        address: String,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What was being done.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The data directory is unusable.
+    #[error("invalid data directory {0}")]
+    DataDir(PathBuf),
+}
+
+impl ServeError {
+    /// Wraps an I/O error with what was being done.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        ServeError::Io { context: context.into(), source }
+    }
+}

@@ -1,0 +1,101 @@
+//! Stored objects: how an API object becomes a store value and back, and the metadata the
+//! server owns (uid, creationTimestamp, generation, resourceVersion).
+
+use bytes::Bytes;
+use oxplane_store::KeyValue;
+use serde_json::{Map, Value, json};
+
+use crate::status::{ApiError, Cause};
+
+/// The current time as Kubernetes writes timestamps: RFC 3339, second precision, UTC.
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// Decodes a stored value and stamps it with its resourceVersion.
+pub fn from_store(kv: &KeyValue) -> Result<Value, ApiError> {
+    let mut object: Value = serde_json::from_slice(&kv.value)
+        .map_err(|e| ApiError::internal(format!("stored object {} is not valid JSON: {e}", kv.key)))?;
+    set_resource_version(&mut object, kv.mod_revision);
+    Ok(object)
+}
+
+/// Encodes an object for the store, without its resourceVersion (the store's revision is it).
+pub fn to_store(object: &Value) -> Bytes {
+    let mut object = object.clone();
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+    }
+    Bytes::from(object.to_string())
+}
+
+/// Sets `metadata.resourceVersion`.
+pub fn set_resource_version(object: &mut Value, revision: u64) {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+    }
+}
+
+/// The object's `metadata` map, created if missing.
+pub fn metadata_mut(object: &mut Value) -> Result<&mut Map<String, Value>, ApiError> {
+    let map = object.as_object_mut().ok_or_else(|| ApiError::bad_request("the body must be a JSON object"))?;
+    let meta = map.entry("metadata").or_insert_with(|| json!({}));
+    meta.as_object_mut().ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+}
+
+/// A string field of `metadata`.
+pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
+    object.get("metadata")?.get(field)?.as_str()
+}
+
+/// Checks a name against DNS-1123 subdomain rules (what most kinds require).
+pub fn validate_name(name: &str) -> Option<Cause> {
+    let valid = !name.is_empty()
+        && name.len() <= 253
+        && name.split('.').all(|label| {
+            !label.is_empty()
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        });
+    (!valid).then(|| Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!(
+            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ),
+        field: "metadata.name".into(),
+    })
+}
+
+/// Fills the metadata the server owns on create.
+pub fn stamp_new(object: &mut Value) -> Result<(), ApiError> {
+    let meta = metadata_mut(object)?;
+    meta.insert("uid".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+    meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+    meta.insert("generation".into(), json!(1));
+    meta.remove("resourceVersion");
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_dns_subdomain_rules() {
+        assert!(validate_name("my-app.v1").is_none());
+        assert!(validate_name("a").is_none());
+        for bad in ["", "Upper", "-lead", "trail-", "a..b", "under_score", &"x".repeat(254)] {
+            assert!(validate_name(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn timestamps_have_second_precision() {
+        let t = now_rfc3339();
+        assert_eq!(t.len(), 20, "{t}");
+        assert!(t.ends_with('Z'));
+    }
+}

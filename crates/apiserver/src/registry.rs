@@ -1,0 +1,133 @@
+//! The kinds the server serves: built-in ones, and (as CRDs are added) custom ones. Each is a
+//! [`ResourceDef`]: where it lives in the URL space, in discovery, and in the store.
+
+use std::sync::{Arc, RwLock};
+
+/// One served resource in one group-version.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceDef {
+    /// API group ("" for core).
+    pub group: String,
+    /// Version, e.g. `v1`.
+    pub version: String,
+    /// Kind, e.g. `ConfigMap`.
+    pub kind: String,
+    /// Plural resource name used in URLs, e.g. `configmaps`.
+    pub plural: String,
+    /// Singular name, e.g. `configmap`.
+    pub singular: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names, e.g. `cm`.
+    pub short_names: Vec<String>,
+    /// Categories, e.g. `all`.
+    pub categories: Vec<String>,
+    /// Subresources served, e.g. `status`.
+    pub subresources: Vec<String>,
+    /// The store identity: objects of resources with the same one share storage.
+    pub storage: String,
+}
+
+impl ResourceDef {
+    /// `group/version`, or `version` for core.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// The store key prefix of every object of this resource (all namespaces).
+    pub fn prefix(&self) -> String {
+        format!("/registry/{}/", self.storage)
+    }
+
+    /// The store key prefix of the objects in one namespace.
+    pub fn namespace_prefix(&self, namespace: &str) -> String {
+        format!("/registry/{}/{namespace}/", self.storage)
+    }
+
+    /// The store key of one object.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace {
+            Some(ns) if self.namespaced => format!("/registry/{}/{ns}/{name}", self.storage),
+            _ => format!("/registry/{}/{name}", self.storage),
+        }
+    }
+
+    /// The verbs discovery lists.
+    pub fn verbs(&self) -> Vec<&'static str> {
+        vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+    }
+}
+
+/// Builds a built-in resource definition.
+fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, short: &[&str]) -> ResourceDef {
+    let storage_group = if group.is_empty() { "core" } else { group };
+    ResourceDef {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        namespaced,
+        short_names: short.iter().map(|s| s.to_string()).collect(),
+        categories: Vec::new(),
+        subresources: Vec::new(),
+        storage: format!("{storage_group}/{plural}"),
+    }
+}
+
+/// The built-in kinds.
+pub fn builtins() -> Vec<ResourceDef> {
+    let mut namespaces = builtin("", "v1", "Namespace", "namespaces", false, &["ns"]);
+    namespaces.subresources = vec!["status".into(), "finalize".into()];
+    let mut events_v1 = builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"]);
+    // One storage, two views: events.k8s.io/v1 Events are the core Events.
+    events_v1.storage = "core/events".into();
+    let mut crds = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"]);
+    crds.subresources = vec!["status".into()];
+    vec![
+        namespaces,
+        builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"]),
+        builtin("", "v1", "Secret", "secrets", true, &[]),
+        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"]),
+        builtin("", "v1", "Event", "events", true, &["ev"]),
+        events_v1,
+        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
+        crds,
+    ]
+}
+
+/// Every served resource; lookups are by group, version and plural.
+#[derive(Debug, Default)]
+pub struct Registry {
+    resources: RwLock<Vec<Arc<ResourceDef>>>,
+}
+
+impl Registry {
+    /// A registry holding the built-in kinds.
+    pub fn with_builtins() -> Self {
+        Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()) }
+    }
+
+    /// The resource served at `group/version/plural`.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.all().into_iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+    }
+
+    /// Every served resource.
+    pub fn all(&self) -> Vec<Arc<ResourceDef>> {
+        self.resources.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The served group-versions, in a stable order: core first, then by group.
+    pub fn group_versions(&self) -> Vec<(String, String)> {
+        let mut gvs: Vec<(String, String)> = Vec::new();
+        for r in self.all() {
+            let gv = (r.group.clone(), r.version.clone());
+            if !gvs.contains(&gv) {
+                gvs.push(gv);
+            }
+        }
+        gvs.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)));
+        gvs
+    }
+}

@@ -1,0 +1,96 @@
+//! The server's certificate authority and serving certificate, generated on first start and
+//! kept in the data directory so that a kubeconfig stays valid across restarts.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+
+use crate::ServeError;
+
+/// PEM files of the CA and the serving certificate.
+#[derive(Debug, Clone)]
+pub struct Certificates {
+    /// The CA certificate clients trust (it goes into the kubeconfig).
+    pub ca_pem: String,
+    /// The serving certificate.
+    pub cert_pem: String,
+    /// The serving certificate's private key.
+    pub key_pem: String,
+}
+
+const CA_CERT: &str = "ca.crt";
+const CA_KEY: &str = "ca.key";
+const SERVER_CERT: &str = "server.crt";
+const SERVER_KEY: &str = "server.key";
+const SERVER_NAMES: &str = "server.names";
+
+/// Loads the certificates from `dir/pki`, generating them when missing or when the serving
+/// certificate does not cover `names` (host names and IP addresses clients will use).
+pub fn ensure(dir: &Path, names: &[String]) -> Result<Certificates, ServeError> {
+    let pki = dir.join("pki");
+    let path = |f: &str| -> PathBuf { pki.join(f) };
+    let wanted = names.join("\n");
+    let existing = std::fs::read_to_string(path(SERVER_NAMES)).ok();
+    if existing.as_deref() == Some(wanted.as_str()) {
+        let read = |f: &str| {
+            std::fs::read_to_string(path(f)).map_err(|e| ServeError::io(format!("reading {}", path(f).display()), e))
+        };
+        return Ok(Certificates { ca_pem: read(CA_CERT)?, cert_pem: read(SERVER_CERT)?, key_pem: read(SERVER_KEY)? });
+    }
+    let generated = generate(names)?;
+    std::fs::create_dir_all(&pki).map_err(|e| ServeError::io(format!("creating {}", pki.display()), e))?;
+    for (file, contents, private) in [
+        (CA_CERT, generated.0.ca_pem.as_str(), false),
+        (CA_KEY, generated.1.as_str(), true),
+        (SERVER_CERT, generated.0.cert_pem.as_str(), false),
+        (SERVER_KEY, generated.0.key_pem.as_str(), true),
+        (SERVER_NAMES, wanted.as_str(), false),
+    ] {
+        super::files::write_private(&path(file), contents.as_bytes(), private)?;
+    }
+    tracing::info!(dir = %pki.display(), "generated a CA and a serving certificate");
+    Ok(generated.0)
+}
+
+/// Generates a CA and a serving certificate for `names`; also returns the CA key.
+fn generate(names: &[String]) -> Result<(Certificates, String), ServeError> {
+    let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
+    let ca_key = KeyPair::generate().map_err(tls)?;
+    let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name.push(DnType::CommonName, "oxplane-ca");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
+    let ca_cert = ca.self_signed(&ca_key).map_err(tls)?;
+    let ca_pem = ca_cert.pem();
+    let ca_key_pem = ca_key.serialize_pem();
+    let issuer = Issuer::new(ca, ca_key);
+
+    let key = KeyPair::generate().map_err(tls)?;
+    let mut server = CertificateParams::new(names.to_vec()).map_err(tls)?;
+    server.distinguished_name.push(DnType::CommonName, "oxplane");
+    server.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = server.signed_by(&key, &issuer).map_err(tls)?;
+    Ok((Certificates { ca_pem, cert_pem: cert.pem(), key_pem: key.serialize_pem() }, ca_key_pem))
+}
+
+/// A rustls server configuration serving HTTP/2 and HTTP/1.1 with the serving certificate.
+pub fn server_config(certs: &Certificates) -> Result<Arc<rustls::ServerConfig>, ServeError> {
+    let tls = |e: &dyn std::fmt::Display| ServeError::Tls(e.to_string());
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(certs.cert_pem.as_bytes())
+        .collect::<Result<_, _>>()
+        .map_err(|e| tls(&e))?;
+    let key = PrivateKeyDer::from_pem_slice(certs.key_pem.as_bytes()).map_err(|e| tls(&e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| tls(&e))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| tls(&e))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Arc::new(config))
+}

@@ -1,0 +1,137 @@
+//! Test support: a real `oxplane up` process in a temporary data directory, and the real
+//! `kubectl` pointed at it with a private HOME (so its discovery cache starts empty).
+
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running server.
+pub struct Server {
+    dir: tempfile::TempDir,
+    home: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl Server {
+    /// Starts `oxplane up` on a free port and waits until its kubeconfig answers.
+    pub fn start() -> Server {
+        let mut server = Server { dir: tempfile::tempdir().unwrap(), home: tempfile::tempdir().unwrap(), child: None };
+        server.spawn();
+        server
+    }
+
+    fn spawn(&mut self) {
+        let _ = std::fs::remove_file(self.kubeconfig());
+        let child = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if self.kubeconfig().exists() {
+                let (code, body) = self.curl_without_token("/readyz");
+                if code == 200 && body == "ok" {
+                    return;
+                }
+            }
+            assert!(Instant::now() < deadline, "oxplane did not become ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server with SIGTERM and starts it again on the same data directory.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    /// Sends SIGTERM and waits for the process to exit.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+            let _ = child.wait();
+        }
+    }
+
+    /// The data directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The kubeconfig the server wrote.
+    pub fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("kubeconfig")
+    }
+
+    fn server_url(&self) -> String {
+        let config: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(self.kubeconfig()).unwrap()).unwrap();
+        config["clusters"][0]["cluster"]["server"].as_str().unwrap().to_string()
+    }
+
+    fn kubectl_command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new("kubectl");
+        command.args(args).env("KUBECONFIG", self.kubeconfig()).env("HOME", self.home.path());
+        command
+    }
+
+    fn run(&self, args: &[&str], stdin: &str) -> std::process::Output {
+        let mut child = self
+            .kubectl_command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl is installed");
+        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// Runs kubectl, asserting success; returns stdout.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        self.kubectl_stdin(args, "")
+    }
+
+    /// Runs kubectl with `stdin`, asserting success; returns stdout.
+    pub fn kubectl_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.run(args, stdin);
+        assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Runs kubectl, asserting failure; returns stderr.
+    pub fn kubectl_fails(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.run(args, stdin);
+        assert!(!out.status.success(), "kubectl {args:?} should have failed: {}", String::from_utf8_lossy(&out.stdout));
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// GETs `path` with no credentials, trusting the server's CA; returns (status, body).
+    pub fn curl_without_token(&self, path: &str) -> (u16, String) {
+        let ca = self.dir.path().join("pki").join("ca.crt");
+        let Ok(url) = std::panic::catch_unwind(|| self.server_url()) else { return (0, String::new()) };
+        let out = Command::new("curl")
+            .args(["-s", "--cacert"])
+            .arg(&ca)
+            .args(["-w", "\n%{http_code}"])
+            .arg(format!("{url}{path}"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        (code.trim().parse().unwrap_or(0), body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

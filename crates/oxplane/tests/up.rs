@@ -1,0 +1,71 @@
+//! End-to-end: start the real `oxplane up` and drive it with the real `kubectl`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::Server;
+
+#[test]
+fn kubectl_lists_the_seeded_namespaces() {
+    let server = Server::start();
+    let out = server.kubectl(&["get", "namespaces", "-o", "name"]);
+    assert_eq!(out, "namespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system\n");
+}
+
+#[test]
+fn version_reports_kubernetes_1_32() {
+    let server = Server::start();
+    let version: serde_json::Value = serde_json::from_str(&server.kubectl(&["get", "--raw", "/version"])).unwrap();
+    assert_eq!((version["major"].as_str(), version["minor"].as_str()), (Some("1"), Some("32")));
+}
+
+#[test]
+fn requests_without_the_token_are_unauthorized_but_health_is_open() {
+    let server = Server::start();
+    let (code, body) = server.curl_without_token("/api/v1/namespaces");
+    assert_eq!(code, 401, "{body}");
+    let status: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(status["reason"], "Unauthorized");
+    let (code, body) = server.curl_without_token("/readyz");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+}
+
+#[test]
+fn configmaps_are_created_read_and_deleted() {
+    let server = Server::start();
+    let manifest = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"app"},"data":{"color":"blue"}}"#;
+    assert_eq!(server.kubectl_stdin(&["create", "--validate=false", "-f", "-"], manifest), "configmap/app created\n");
+    let got: serde_json::Value = serde_json::from_str(&server.kubectl(&["get", "configmap", "app", "-o", "json"])).unwrap();
+    assert_eq!(got["data"]["color"], "blue");
+    assert_eq!(got["metadata"]["namespace"], "default");
+    assert!(got["metadata"]["uid"].as_str().unwrap().len() == 36);
+    let again = server.kubectl_fails(&["create", "--validate=false", "-f", "-"], manifest);
+    assert!(again.contains("AlreadyExists") && again.contains("configmaps \"app\" already exists"), "{again}");
+    assert_eq!(server.kubectl(&["delete", "configmap", "app", "--wait=false"]), "configmap \"app\" deleted\n");
+    let gone = server.kubectl_fails(&["get", "configmap", "app"], "");
+    assert!(gone.contains("NotFound"), "{gone}");
+}
+
+#[test]
+fn data_survives_a_restart_and_the_kubeconfig_stays_valid() {
+    let mut server = Server::start();
+    let manifest = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"keep"},"data":{"k":"v"}}"#;
+    server.kubectl_stdin(&["create", "--validate=false", "-f", "-"], manifest);
+    server.restart();
+    let got: serde_json::Value = serde_json::from_str(&server.kubectl(&["get", "configmap", "keep", "-o", "json"])).unwrap();
+    assert_eq!(got["data"]["k"], "v");
+}
+
+#[test]
+fn a_second_server_on_the_same_data_dir_is_refused() {
+    let server = Server::start();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(server.dir())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("in use by another oxplane process"), "{stderr}");
+}
