@@ -6,9 +6,11 @@
 //! - [`http`]: the request handlers.
 //! - [`status`]: Kubernetes `Status` errors.
 
+pub mod cache;
 pub mod http;
 pub mod objects;
 pub mod registry;
+pub mod selectors;
 pub mod server;
 pub mod status;
 

@@ -26,6 +26,9 @@ pub struct ResourceDef {
     pub subresources: Vec<String>,
     /// The store identity: objects of resources with the same one share storage.
     pub storage: String,
+    /// Whether a PUT without `metadata.resourceVersion` is allowed (built-ins; not CRDs or
+    /// custom resources).
+    pub unconditional_update: bool,
 }
 
 impl ResourceDef {
@@ -72,6 +75,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         categories: Vec::new(),
         subresources: Vec::new(),
         storage: format!("{storage_group}/{plural}"),
+        unconditional_update: true,
     }
 }
 
@@ -84,6 +88,7 @@ pub fn builtins() -> Vec<ResourceDef> {
     events_v1.storage = "core/events".into();
     let mut crds = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"]);
     crds.subresources = vec!["status".into()];
+    crds.unconditional_update = false;
     vec![
         namespaces,
         builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"]),

@@ -2,8 +2,13 @@
 
 mod discovery;
 mod health;
+pub mod query;
+mod read;
 mod resources;
 pub mod seed;
+mod select;
+mod watch;
+mod write;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -16,6 +21,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use oxplane_store::Store;
 
+use crate::cache::WatchCache;
 use crate::registry::Registry;
 use crate::server::auth;
 use crate::status::{ApiError, Reason};
@@ -27,6 +33,8 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 pub struct AppState {
     /// The object store.
     pub store: Arc<dyn Store>,
+    /// Every object in memory, for reads and watches.
+    pub cache: Arc<WatchCache>,
     /// The served kinds.
     pub registry: Arc<Registry>,
     /// The admin bearer token.
@@ -37,8 +45,8 @@ pub struct AppState {
 
 impl AppState {
     /// State over a store and a registry.
-    pub fn new(store: Arc<dyn Store>, registry: Arc<Registry>, token: String) -> Self {
-        AppState { store, registry, token, ready: AtomicBool::new(false) }
+    pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
+        AppState { store, cache, registry, token, ready: AtomicBool::new(false) }
     }
 }
 

@@ -19,6 +19,7 @@ use oxplane_store::Store;
 use tokio::net::TcpListener;
 
 use crate::ServeError;
+use crate::cache::WatchCache;
 use crate::http::{self, AppState};
 use crate::registry::Registry;
 
@@ -50,7 +51,8 @@ pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output
     let tls_config = tls::server_config(&certs)?;
     let token = auth::ensure_token(&dir)?;
 
-    let state = Arc::new(AppState::new(store.clone(), Arc::new(Registry::with_builtins()), token.clone()));
+    let cache = WatchCache::start(store.clone()).await?;
+    let state = Arc::new(AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone()));
     http::seed::namespaces(&state).await.map_err(|e| ServeError::Tls(format!("seeding namespaces: {e}")))?;
     kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
     state.ready.store(true, Ordering::SeqCst);

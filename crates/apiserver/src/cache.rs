@@ -1,0 +1,310 @@
+//! The watch cache: every API object in memory, fed by one watch on the store, so GET, LIST
+//! and WATCH never touch the disk.
+//!
+//! The cache applies store events in revision order and keeps a bounded window of recent
+//! events. A watch from revision N replays the window after N and then follows live events;
+//! if N is older than the window, the watch is answered with `410 Expired` and the client
+//! relists. Each event's JSON is rendered once and shared by every watcher. A watcher that
+//! falls too far behind the live stream is ended (it too gets `410 Expired`) instead of
+//! slowing the others down.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use oxplane_store::{Event, RangeRequest, Revision, Store, StoreError};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use crate::objects;
+
+/// The store prefix every API object lives under.
+pub const ROOT: &str = "/registry/";
+/// How many recent events the cache keeps for watches that resume from a revision.
+const HISTORY: usize = 50_000;
+/// How many live events a watcher may fall behind before it is ended with 410.
+const LIVE_QUEUE: usize = 10_000;
+
+/// What happened to an object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Deleted.
+    Deleted,
+}
+
+impl EventType {
+    /// The watch event `type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, shared by every watcher.
+#[derive(Debug)]
+pub struct CacheEvent {
+    /// The revision of the change.
+    pub revision: Revision,
+    /// The store key.
+    pub key: String,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change (for a deletion: as it was, stamped with the deletion's
+    /// revision, as Kubernetes does).
+    pub object: Arc<Value>,
+    /// The object before the change, if any.
+    pub prev: Option<Arc<Value>>,
+    json: OnceLock<Bytes>,
+}
+
+impl CacheEvent {
+    /// An event whose JSON is rendered on first use.
+    pub fn new(revision: Revision, key: String, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) -> Self {
+        CacheEvent { revision, key, kind, object, prev, json: OnceLock::new() }
+    }
+
+    /// The object's JSON, rendered once.
+    pub fn object_json(&self) -> Bytes {
+        self.json.get_or_init(|| Bytes::from(self.object.to_string())).clone()
+    }
+}
+
+/// Why the cache could not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    /// The requested revision is older than the cache's window.
+    #[error("too old resource version: {requested} ({oldest})")]
+    Expired {
+        /// What was asked for.
+        requested: Revision,
+        /// The oldest revision a watch can start from.
+        oldest: Revision,
+    },
+    /// The cache did not reach the requested revision in time.
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooLarge {
+        /// What was asked for.
+        requested: Revision,
+        /// Where the cache is.
+        current: Revision,
+    },
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+struct State {
+    revision: Revision,
+    objects: BTreeMap<String, Arc<Value>>,
+    history: VecDeque<Arc<CacheEvent>>,
+    /// Every event after this revision is in `history`.
+    history_start: Revision,
+}
+
+/// The cache. Cloning the `Arc` shares it.
+pub struct WatchCache {
+    state: RwLock<State>,
+    live: broadcast::Sender<Arc<CacheEvent>>,
+    revision: watch::Sender<Revision>,
+    store: Arc<dyn Store>,
+}
+
+/// A watch on the cache: first the replayed events, then live ones.
+pub struct CacheWatch {
+    /// Events to deliver before the live ones.
+    pub initial: Vec<Arc<CacheEvent>>,
+    /// Live events; `Lagged` means the watcher fell too far behind.
+    pub live: broadcast::Receiver<Arc<CacheEvent>>,
+    /// The revision the initial events bring the watcher to.
+    pub revision: Revision,
+}
+
+impl WatchCache {
+    /// Loads every object from the store and starts following it.
+    pub async fn start(store: Arc<dyn Store>) -> Result<Arc<WatchCache>, StoreError> {
+        let (objects, revision) = load(&*store).await?;
+        let (live, _) = broadcast::channel(LIVE_QUEUE);
+        let (revision_tx, _) = watch::channel(revision);
+        let cache = Arc::new(WatchCache {
+            state: RwLock::new(State { revision, objects, history: VecDeque::new(), history_start: revision }),
+            live,
+            revision: revision_tx,
+            store,
+        });
+        let follower = Arc::downgrade(&cache);
+        tokio::spawn(async move { follow(follower, revision).await });
+        Ok(cache)
+    }
+
+    /// The revision the cache has applied.
+    pub fn revision(&self) -> Revision {
+        *self.revision.borrow()
+    }
+
+    /// Waits until the cache has applied `revision`, for at most `limit`.
+    pub async fn wait_for(&self, revision: Revision, limit: Duration) -> Result<(), CacheError> {
+        let mut rx = self.revision.subscribe();
+        let reached = tokio::time::timeout(limit, rx.wait_for(|r| *r >= revision)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(CacheError::TooLarge { requested: revision, current: self.revision() }),
+        }
+    }
+
+    /// Waits until the cache holds every write the store has acknowledged so far: the
+    /// consistent read Kubernetes gives for requests without a resourceVersion.
+    pub async fn sync(&self) -> Result<(), CacheError> {
+        let current = self.store.current_revision().await?;
+        self.wait_for(current, Duration::from_secs(10)).await
+    }
+
+    /// One object.
+    pub fn get(&self, key: &str) -> (Option<Arc<Value>>, Revision) {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        (state.objects.get(key).cloned(), state.revision)
+    }
+
+    /// Every object under `prefix`, in key order, and the revision they are at.
+    pub fn list(&self, prefix: &str) -> (Vec<Arc<Value>>, Revision) {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        let items = state
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v.clone())
+            .collect();
+        (items, state.revision)
+    }
+
+    /// Starts a watch of `prefix` after `after`; `None` starts with the current objects as
+    /// ADDED events, as a watch without a resourceVersion does.
+    pub fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<CacheWatch, CacheError> {
+        let state = self.state.read().unwrap_or_else(|p| p.into_inner());
+        // Subscribing under the read lock: the follower publishes under the write lock, so no
+        // event falls between the replay and the live stream.
+        let live = self.live.subscribe();
+        let initial = match after {
+            None => state
+                .objects
+                .range(prefix.to_string()..)
+                .take_while(|(k, _)| k.starts_with(prefix))
+                .map(|(key, object)| {
+                    Arc::new(CacheEvent::new(resource_version(object), key.clone(), EventType::Added, object.clone(), None))
+                })
+                .collect(),
+            Some(after) => {
+                if after < state.history_start {
+                    return Err(CacheError::Expired { requested: after, oldest: state.history_start });
+                }
+                let start = state.history.partition_point(|e| e.revision <= after);
+                state.history.range(start..).filter(|e| e.key.starts_with(prefix)).cloned().collect()
+            }
+        };
+        Ok(CacheWatch { initial, live, revision: state.revision })
+    }
+
+    fn apply(&self, events: Vec<Event>) {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let mut last = state.revision;
+        for event in events {
+            let revision = event.revision();
+            let decoded = match &event {
+                Event::Put { kv, prev } => objects::from_store(kv).map(|object| {
+                    let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+                    (kind, Arc::new(object))
+                }),
+                Event::Delete { prev, .. } => objects::from_store(prev).map(|mut object| {
+                    objects::set_resource_version(&mut object, revision);
+                    (EventType::Deleted, Arc::new(object))
+                }),
+            };
+            let (kind, object) = match decoded {
+                Ok(decoded) => decoded,
+                Err(error) => {
+                    tracing::error!(key = event.key(), %error, "skipping an undecodable stored object");
+                    continue;
+                }
+            };
+            let key = event.key().to_string();
+            let prev = match kind {
+                EventType::Deleted => state.objects.remove(&key),
+                _ => state.objects.insert(key.clone(), object.clone()),
+            };
+            let cache_event = Arc::new(CacheEvent::new(revision, key, kind, object, prev));
+            state.history.push_back(cache_event.clone());
+            if state.history.len() > HISTORY
+                && let Some(dropped) = state.history.pop_front()
+            {
+                state.history_start = dropped.revision;
+            }
+            let _ = self.live.send(cache_event);
+            last = revision;
+        }
+        state.revision = last;
+        drop(state);
+        self.revision.send_replace(last);
+    }
+}
+
+/// The object's resourceVersion as a revision (0 if missing).
+pub fn resource_version(object: &Value) -> Revision {
+    objects::meta_str(object, "resourceVersion").and_then(|rv| rv.parse().ok()).unwrap_or(0)
+}
+
+async fn load(store: &dyn Store) -> Result<(BTreeMap<String, Arc<Value>>, Revision), StoreError> {
+    let mut objects = BTreeMap::new();
+    let mut request = RangeRequest { prefix: ROOT.into(), limit: 10_000, ..Default::default() };
+    loop {
+        let page = store.range(request.clone()).await?;
+        for kv in &page.kvs {
+            match objects::from_store(kv) {
+                Ok(object) => {
+                    objects.insert(kv.key.clone(), Arc::new(object));
+                }
+                Err(error) => tracing::error!(key = %kv.key, %error, "skipping an undecodable stored object"),
+            }
+        }
+        match page.continue_token {
+            Some(token) => request.continue_token = Some(token),
+            None => return Ok((objects, page.revision)),
+        }
+    }
+}
+
+/// Applies the store's events to the cache until the cache is dropped.
+async fn follow(cache: std::sync::Weak<WatchCache>, mut after: Revision) {
+    loop {
+        let Some(store) = cache.upgrade().map(|c| c.store.clone()) else { return };
+        let mut watcher = match store.watch(ROOT, after).await {
+            Ok(watcher) => watcher,
+            Err(error) => {
+                tracing::error!(%error, "the watch cache cannot follow the store; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        drop(store);
+        loop {
+            match watcher.next_batch().await {
+                Ok(batch) if batch.is_empty() => return,
+                Ok(batch) => {
+                    let Some(cache) = cache.upgrade() else { return };
+                    after = batch.last().map(Event::revision).unwrap_or(after);
+                    cache.apply(batch);
+                }
+                Err(error) => {
+                    tracing::error!(%error, "the watch cache lost its store watch; resuming");
+                    break;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! GET and LIST, served from the watch cache with Kubernetes' resourceVersion semantics:
+//! unset reads the latest committed state, `0` whatever the cache holds, `N` at least N.
+//! Paginated lists stay on the first page's snapshot: from the cache while nothing changed,
+//! otherwise from the store at that revision.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use oxplane_store::{RangeRequest, Revision};
+use serde_json::{Value, json};
+
+use super::AppState;
+use super::query::Query;
+use super::select::Selection;
+use crate::cache::CacheError;
+use crate::objects;
+use crate::registry::ResourceDef;
+use crate::status::{ApiError, Reason};
+
+/// How long a read for a resourceVersion the cache has not reached yet may wait.
+const FUTURE_WAIT: Duration = Duration::from_secs(3);
+
+/// Maps cache failures to API errors.
+pub fn cache_error(error: CacheError) -> ApiError {
+    match error {
+        CacheError::Expired { requested, oldest } => {
+            ApiError::new(Reason::Expired, format!("too old resource version: {requested} ({oldest})"))
+        }
+        CacheError::TooLarge { requested, current } => {
+            ApiError::new(Reason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
+        }
+        CacheError::Store(error) => super::write::store_error(error),
+    }
+}
+
+/// Parses a resourceVersion parameter.
+pub fn parse_revision(rv: &str) -> Result<Revision, ApiError> {
+    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
+
+/// Brings the cache to the freshness a read asks for.
+pub async fn ensure_fresh(state: &AppState, resource_version: Option<&str>) -> Result<(), ApiError> {
+    match resource_version {
+        None => state.cache.sync().await.map_err(cache_error),
+        Some("0") => Ok(()),
+        Some(rv) => state.cache.wait_for(parse_revision(rv)?, FUTURE_WAIT).await.map_err(cache_error),
+    }
+}
+
+/// One object.
+pub async fn get(state: &AppState, resource: &ResourceDef, key: &str, name: &str, query: &Query) -> Result<Value, ApiError> {
+    ensure_fresh(state, query.resource_version.as_deref()).await?;
+    match state.cache.get(key) {
+        (Some(object), _) => Ok((*object).clone()),
+        (None, _) => Err(ApiError::not_found(&resource.group, &resource.plural, name)),
+    }
+}
+
+fn encode_continue(revision: Revision, last_key: &str) -> String {
+    URL_SAFE_NO_PAD.encode(format!("{revision}\0{last_key}"))
+}
+
+fn decode_continue(token: &str) -> Result<(Revision, String), ApiError> {
+    let invalid = || ApiError::bad_request("the continue parameter is invalid; restart the list without it");
+    let raw = URL_SAFE_NO_PAD.decode(token).map_err(|_| invalid())?;
+    let raw = String::from_utf8(raw).map_err(|_| invalid())?;
+    let (revision, key) = raw.split_once('\0').ok_or_else(invalid)?;
+    Ok((revision.parse().map_err(|_| invalid())?, key.to_string()))
+}
+
+/// A list: the selected objects, the revision they are at, and a continue token if limited.
+pub async fn list(
+    state: &AppState,
+    resource: &Arc<ResourceDef>,
+    prefix: &str,
+    selection: &Selection,
+    query: &Query,
+) -> Result<Value, ApiError> {
+    let (candidates, revision, after) = match &query.continue_token {
+        None => {
+            ensure_fresh(state, query.resource_version.as_deref()).await?;
+            let (items, revision) = state.cache.list(prefix);
+            (items, revision, None)
+        }
+        Some(token) => {
+            let (revision, last_key) = decode_continue(token)?;
+            if !last_key.starts_with(prefix) {
+                return Err(ApiError::bad_request("the continue parameter belongs to a different list"));
+            }
+            let (items, cached) = state.cache.list(prefix);
+            if cached == revision {
+                (items, revision, Some(last_key))
+            } else {
+                (from_store(state, prefix, revision).await?, revision, Some(last_key))
+            }
+        }
+    };
+    let mut items = Vec::new();
+    let mut continue_token = None;
+    for object in candidates {
+        let key = resource.key(objects::meta_str(&object, "namespace"), objects::meta_str(&object, "name").unwrap_or_default());
+        if after.as_deref().is_some_and(|after| key.as_str() <= after) || !selection.matches(&object) {
+            continue;
+        }
+        if query.limit > 0 && items.len() == query.limit {
+            let last: &Value = &items[items.len() - 1];
+            let last_key =
+                resource.key(objects::meta_str(last, "namespace"), objects::meta_str(last, "name").unwrap_or_default());
+            continue_token = Some(encode_continue(revision, &last_key));
+            break;
+        }
+        items.push((*object).clone());
+    }
+    let mut metadata = json!({"resourceVersion": revision.to_string()});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    Ok(json!({
+        "kind": format!("{}List", resource.kind),
+        "apiVersion": resource.api_version(),
+        "metadata": metadata,
+        "items": items,
+    }))
+}
+
+/// The objects under `prefix` at a past revision, read from the store.
+async fn from_store(state: &AppState, prefix: &str, revision: Revision) -> Result<Vec<Arc<Value>>, ApiError> {
+    let request = RangeRequest { prefix: prefix.to_string(), revision: Some(revision), ..Default::default() };
+    let response = state.store.range(request).await.map_err(|e| match e {
+        oxplane_store::StoreError::Compacted { .. } => ApiError::new(
+            Reason::Expired,
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        ),
+        other => super::write::store_error(other),
+    })?;
+    response.kvs.iter().map(|kv| objects::from_store(kv).map(Arc::new)).collect()
+}

@@ -1,0 +1,194 @@
+//! Watch streams: newline-delimited compact JSON events from the watch cache, with selectors
+//! applied to both the old and the new object (an object leaving the selection is DELETED for
+//! the watcher, one entering it ADDED), bookmarks when asked, and `timeoutSeconds`.
+//!
+//! Failures after the request was accepted (a resourceVersion older than the cache's window, a
+//! watcher too slow for the live stream) are reported as Kubernetes does: HTTP 200 and one
+//! `ERROR` event carrying a `Status` with code 410, so clients relist.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderValue, header};
+use axum::response::Response;
+use bytes::Bytes;
+use serde_json::json;
+use tokio::sync::{broadcast, mpsc};
+
+use super::select::Selection;
+use crate::cache::{CacheError, CacheEvent, EventType, WatchCache};
+use crate::registry::ResourceDef;
+use crate::status::{ApiError, Reason};
+
+/// How long a watch lasts when the client gives no `timeoutSeconds` (kube-apiserver picks a
+/// random 30–60 minutes; clients re-watch either way).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// How often a bookmark is sent to watchers that allow them.
+const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+
+/// What a watch request asked for.
+pub struct WatchRequest {
+    /// The resource watched.
+    pub resource: Arc<ResourceDef>,
+    /// The store prefix (one namespace or all).
+    pub prefix: String,
+    /// Start after this revision; `None` starts with the current objects as ADDED.
+    pub after: Option<u64>,
+    /// Label and field selectors.
+    pub selection: Selection,
+    /// Send BOOKMARK events.
+    pub bookmarks: bool,
+    /// End the stream after this long.
+    pub timeout: Option<Duration>,
+}
+
+/// Starts streaming; the response is always 200 once the request is valid.
+pub fn stream(cache: &Arc<WatchCache>, request: WatchRequest) -> Response {
+    let (tx, mut rx) = mpsc::channel::<Bytes>(256);
+    match cache.watch(&request.prefix, request.after) {
+        Ok(watch) => {
+            tokio::spawn(run(request, watch, tx));
+        }
+        Err(CacheError::Expired { requested, oldest }) => {
+            let error = expired(format!("too old resource version: {requested} ({oldest})"));
+            let _ = tx.try_send(error_line(&error));
+        }
+        Err(other) => {
+            let _ = tx.try_send(error_line(&ApiError::internal(other.to_string())));
+        }
+    }
+    let body = Body::from_stream(futures::stream::poll_fn(move |cx| {
+        rx.poll_recv(cx).map(|line| line.map(Ok::<_, std::convert::Infallible>))
+    }));
+    let mut response = Response::new(body);
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    response
+}
+
+fn expired(message: String) -> ApiError {
+    ApiError::new(Reason::Expired, message)
+}
+
+fn error_line(error: &ApiError) -> Bytes {
+    Bytes::from(format!("{}\n", json!({"type": "ERROR", "object": error.to_status()})))
+}
+
+fn event_line(kind: EventType, object_json: &[u8]) -> Bytes {
+    let mut line = Vec::with_capacity(object_json.len() + 32);
+    line.extend_from_slice(b"{\"type\":\"");
+    line.extend_from_slice(kind.as_str().as_bytes());
+    line.extend_from_slice(b"\",\"object\":");
+    line.extend_from_slice(object_json);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+/// The line for one cache event as this watcher sees it, or `None` if it is not selected.
+fn render(event: &CacheEvent, selection: &Selection) -> Option<Bytes> {
+    if selection.is_everything() {
+        return Some(event_line(event.kind, &event.object_json()));
+    }
+    let now = event.kind != EventType::Deleted && selection.matches(&event.object);
+    let before = match event.kind {
+        EventType::Deleted => selection.matches(&event.object),
+        _ => event.prev.as_deref().is_some_and(|prev| selection.matches(prev)),
+    };
+    let kind = match (before, now) {
+        (_, true) if event.kind == EventType::Added || !before => EventType::Added,
+        (true, true) => EventType::Modified,
+        (true, false) => EventType::Deleted,
+        _ => return None,
+    };
+    Some(event_line(kind, &event.object_json()))
+}
+
+async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>) {
+    for event in &watch.initial {
+        if let Some(line) = render(event, &request.selection)
+            && tx.send(line).await.is_err()
+        {
+            return;
+        }
+    }
+    // Live events up to here were already replayed (or predate a future start revision).
+    let mut revision = request.after.unwrap_or(0).max(watch.revision);
+    let mut live = watch.live;
+    let deadline = tokio::time::sleep(request.timeout.unwrap_or(DEFAULT_TIMEOUT));
+    tokio::pin!(deadline);
+    let mut bookmarks = tokio::time::interval(BOOKMARK_EVERY);
+    bookmarks.reset();
+    loop {
+        tokio::select! {
+            received = live.recv() => match received {
+                Ok(event) => {
+                    if event.revision <= revision || !event.key.starts_with(&request.prefix) {
+                        continue;
+                    }
+                    revision = event.revision;
+                    if let Some(line) = render(&event, &request.selection)
+                        && tx.send(line).await.is_err()
+                    {
+                        return;
+                    }
+                }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    let error = expired(format!("the watcher fell too far behind; relist from a newer resource version than {revision}"));
+                    let _ = tx.send(error_line(&error)).await;
+                    return;
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+            _ = bookmarks.tick(), if request.bookmarks => {
+                let bookmark = json!({
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": request.resource.kind,
+                        "apiVersion": request.resource.api_version(),
+                        "metadata": {"resourceVersion": revision.to_string()},
+                    },
+                });
+                if tx.send(Bytes::from(format!("{bookmark}\n"))).await.is_err() {
+                    return;
+                }
+            }
+            () = &mut deadline => return,
+            () = tx.closed() => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::builtins;
+    use serde_json::Value;
+
+    fn cm(labels: Value) -> Arc<Value> {
+        Arc::new(json!({"metadata": {"name": "a", "namespace": "default", "labels": labels}}))
+    }
+
+    fn seen(kind: EventType, prev: Option<Value>, now: Value, selector: &str) -> Option<String> {
+        let resource = builtins().into_iter().find(|r| r.kind == "ConfigMap").unwrap();
+        let selection = Selection::parse(&resource, Some(selector), None).unwrap();
+        let event = CacheEvent::new(2, "/k".into(), kind, cm(now), prev.map(cm));
+        let line = render(&event, &selection)?;
+        let parsed: Value = serde_json::from_slice(&line).unwrap();
+        Some(parsed["type"].as_str().unwrap().to_string())
+    }
+
+    #[test]
+    fn selection_changes_become_added_and_deleted() {
+        let on = json!({"app": "x"});
+        let off = json!({"app": "y"});
+        assert_eq!(seen(EventType::Added, None, on.clone(), "app=x").as_deref(), Some("ADDED"));
+        assert_eq!(seen(EventType::Added, None, off.clone(), "app=x"), None);
+        assert_eq!(seen(EventType::Modified, Some(on.clone()), on.clone(), "app=x").as_deref(), Some("MODIFIED"));
+        assert_eq!(seen(EventType::Modified, Some(off.clone()), on.clone(), "app=x").as_deref(), Some("ADDED"));
+        assert_eq!(seen(EventType::Modified, Some(on.clone()), off.clone(), "app=x").as_deref(), Some("DELETED"));
+        assert_eq!(seen(EventType::Modified, Some(off.clone()), off.clone(), "app=x"), None);
+        assert_eq!(seen(EventType::Deleted, None, on, "app=x").as_deref(), Some("DELETED"));
+        assert_eq!(seen(EventType::Deleted, None, off, "app=x"), None);
+    }
+}

@@ -1,0 +1,264 @@
+//! Writes: create, update (PUT, including the status subresource) and delete. Every write is a
+//! compare-and-swap on the store, so concurrent writers never lose each other's changes.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use oxplane_store::{StoreError, Write, WriteResult};
+use serde_json::{Value, json};
+
+use super::AppState;
+use crate::objects;
+use crate::registry::ResourceDef;
+use crate::status::{ApiError, Cause, Reason};
+
+/// Maps store failures to API errors.
+pub fn store_error(error: StoreError) -> ApiError {
+    match error {
+        StoreError::Compacted { requested, compacted } => {
+            ApiError::new(Reason::Expired, format!("too old resource version: {requested} ({compacted})"))
+        }
+        StoreError::DiskFull(_) => {
+            tracing::error!(%error, "write refused: disk full");
+            ApiError::new(Reason::ServiceUnavailable, error.to_string())
+        }
+        other => {
+            tracing::error!(error = %other, "store failure");
+            ApiError::internal(other.to_string())
+        }
+    }
+}
+
+/// Parses a request body as a JSON object.
+pub fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
+    let object: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?;
+    if !object.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    Ok(object)
+}
+
+/// Checks (or fills in) `apiVersion` and `kind` against the URL's resource.
+fn check_type(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError> {
+    let expected = (resource.api_version(), resource.kind.clone());
+    let found = (
+        object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string(),
+        object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string(),
+    );
+    if found.0.is_empty() && found.1.is_empty() {
+        object["apiVersion"] = json!(expected.0);
+        object["kind"] = json!(expected.1);
+        return Ok(());
+    }
+    if found != expected {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({}) does not match the expected API version ({}) or the kind ({}) does not match the expected kind ({})",
+            found.0, expected.0, found.1, expected.1
+        )));
+    }
+    Ok(())
+}
+
+/// Kind-specific normalisation on every write: Secrets fold `stringData` into `data`.
+fn normalize(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError> {
+    if resource.group.is_empty() && resource.kind == "Secret" {
+        use base64::Engine;
+        let string_data = object.as_object_mut().and_then(|o| o.remove("stringData"));
+        if let Some(Value::Object(entries)) = string_data {
+            let data = object.as_object_mut().map(|o| o.entry("data").or_insert_with(|| json!({})));
+            if let Some(Value::Object(data)) = data {
+                for (key, value) in entries {
+                    let text = value.as_str().unwrap_or_default();
+                    data.insert(key, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+                }
+            }
+        }
+        if object.get("type").is_none() {
+            object["type"] = json!("Opaque");
+        }
+    }
+    Ok(())
+}
+
+/// The namespace must exist for anything created in it.
+async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiError> {
+    super::read::ensure_fresh(state, None).await?;
+    if state.cache.get(&format!("/registry/core/namespaces/{namespace}")).0.is_none() {
+        return Err(ApiError::not_found("", "namespaces", namespace));
+    }
+    Ok(())
+}
+
+/// POST: create an object.
+pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<&str>, body: &[u8]) -> Result<Response, ApiError> {
+    let mut object = parse_body(body)?;
+    check_type(resource, &mut object)?;
+    let name = objects::meta_str(&object, "name").unwrap_or_default().to_string();
+    if name.is_empty() {
+        let cause = Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value: name or generateName is required".into(),
+            field: "metadata.name".into(),
+        };
+        return Err(ApiError::invalid(&resource.kind, &resource.group, &name, vec![cause]));
+    }
+    if let Some(cause) = objects::validate_name(&name) {
+        return Err(ApiError::invalid(&resource.kind, &resource.group, &name, vec![cause]));
+    }
+    if let Some(ns) = namespace {
+        if objects::meta_str(&object, "namespace").is_some_and(|b| b != ns) {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        check_namespace(state, ns).await?;
+        objects::metadata_mut(&mut object)?.insert("namespace".into(), json!(ns));
+    } else if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("namespace");
+    }
+    normalize(resource, &mut object)?;
+    objects::stamp_new(&mut object)?;
+    let key = resource.key(namespace, &name);
+    match state.store.write(Write::Create { key, value: objects::to_store(&object) }).await.map_err(store_error)? {
+        WriteResult::Committed(event) => {
+            objects::set_resource_version(&mut object, event.revision());
+            Ok((StatusCode::CREATED, Json(object)).into_response())
+        }
+        WriteResult::Rejected { .. } => Err(ApiError::already_exists(&resource.group, &resource.plural, &name)),
+    }
+}
+
+/// PUT: replace an object (or, for `subresource = Some("status")`, only its status).
+pub async fn update(
+    state: &AppState,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let mut incoming = parse_body(body)?;
+    check_type(resource, &mut incoming)?;
+    if let Some(body_name) = objects::meta_str(&incoming, "name")
+        && body_name != name
+    {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let expected = match objects::meta_str(&incoming, "resourceVersion") {
+        Some(rv) => Some(super::read::parse_revision(rv).map_err(|_| {
+            ApiError::invalid(&resource.kind, &resource.group, name, vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {rv:?}: must be a resource version returned by the server"),
+                field: "metadata.resourceVersion".into(),
+            }])
+        })?),
+        None if resource.unconditional_update => None,
+        None => {
+            return Err(ApiError::invalid(&resource.kind, &resource.group, name, vec![Cause {
+                reason: "FieldValueInvalid".into(),
+                message: "Invalid value: 0x0: must be specified for an update".into(),
+                field: "metadata.resourceVersion".into(),
+            }]));
+        }
+    };
+    let key = resource.key(namespace, name);
+    let current = state.store.get(&key).await.map_err(store_error)?.kv;
+    let Some(current) = current else {
+        return Err(ApiError::not_found(&resource.group, &resource.plural, name));
+    };
+    let expected = expected.unwrap_or(current.mod_revision);
+    if expected != current.mod_revision {
+        return Err(ApiError::conflict(&resource.group, &resource.plural, name));
+    }
+    let old = objects::from_store(&current)?;
+    let mut object = merge_for_update(resource, &old, incoming, subresource)?;
+    normalize(resource, &mut object)?;
+    let write = Write::Update { key, value: objects::to_store(&object), expected };
+    match state.store.write(write).await.map_err(store_error)? {
+        WriteResult::Committed(event) => {
+            objects::set_resource_version(&mut object, event.revision());
+            Ok(Json(object).into_response())
+        }
+        WriteResult::Rejected { .. } => Err(ApiError::conflict(&resource.group, &resource.plural, name)),
+    }
+}
+
+/// Builds the object to store from the current one and the request body: server-owned
+/// metadata is kept, the status subresource splits what each endpoint may change, and the
+/// generation moves when the spec (anything but metadata and status) changes.
+pub fn merge_for_update(resource: &ResourceDef, old: &Value, incoming: Value, subresource: Option<&str>) -> Result<Value, ApiError> {
+    let has_status = resource.subresources.iter().any(|s| s == "status");
+    let mut object = match subresource {
+        Some("status") => {
+            let mut object = old.clone();
+            match incoming.get("status") {
+                Some(status) => object["status"] = status.clone(),
+                None => {
+                    if let Some(map) = object.as_object_mut() {
+                        map.remove("status");
+                    }
+                }
+            }
+            object
+        }
+        _ => {
+            let mut object = incoming;
+            if has_status {
+                match old.get("status") {
+                    Some(status) => object["status"] = status.clone(),
+                    None => {
+                        if let Some(map) = object.as_object_mut() {
+                            map.remove("status");
+                        }
+                    }
+                }
+            }
+            object
+        }
+    };
+    let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+    let meta = objects::metadata_mut(&mut object)?;
+    for owned in ["uid", "creationTimestamp", "generation", "namespace", "name", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+        match old_meta.get(owned) {
+            Some(value) => meta.insert(owned.into(), value.clone()),
+            None => meta.remove(owned),
+        };
+    }
+    let spec_changed = {
+        let strip = |v: &Value| {
+            let mut v = v.clone();
+            if let Some(map) = v.as_object_mut() {
+                map.remove("metadata");
+                if has_status {
+                    map.remove("status");
+                }
+            }
+            v
+        };
+        strip(old) != strip(&object)
+    };
+    if spec_changed {
+        let generation = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1) + 1;
+        objects::metadata_mut(&mut object)?.insert("generation".into(), json!(generation));
+    }
+    Ok(object)
+}
+
+/// DELETE: remove an object, answering with it as it was.
+pub async fn delete(state: &AppState, resource: &ResourceDef, namespace: Option<&str>, name: &str) -> Result<Response, ApiError> {
+    let key = resource.key(namespace, name);
+    loop {
+        let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
+            return Err(ApiError::not_found(&resource.group, &resource.plural, name));
+        };
+        let write = Write::Delete { key: key.clone(), expected: kv.mod_revision };
+        if let WriteResult::Committed(event) = state.store.write(write).await.map_err(store_error)? {
+            let mut object = objects::from_store(&kv)?;
+            objects::set_resource_version(&mut object, event.revision());
+            return Ok(Json(object).into_response());
+        }
+    }
+}
