@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::Method;
+use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 
 use super::query::Query;
@@ -32,21 +32,25 @@ struct Target {
 pub(super) async fn core(
     State(state): State<Arc<AppState>>,
     method: Method,
+    headers: HeaderMap,
     Path((version, rest)): Path<(String, String)>,
     RawQuery(raw_query): RawQuery,
     body: Bytes,
 ) -> Response {
-    dispatch(&state, method, "", &version, &rest, raw_query.as_deref(), body).await.unwrap_or_else(IntoResponse::into_response)
+    let request = Request { method, headers, raw_query, body };
+    dispatch(&state, request, "", &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
 }
 
 pub(super) async fn grouped(
     State(state): State<Arc<AppState>>,
     method: Method,
+    headers: HeaderMap,
     Path((group, version, rest)): Path<(String, String, String)>,
     RawQuery(raw_query): RawQuery,
     body: Bytes,
 ) -> Response {
-    dispatch(&state, method, &group, &version, &rest, raw_query.as_deref(), body).await.unwrap_or_else(IntoResponse::into_response)
+    let request = Request { method, headers, raw_query, body };
+    dispatch(&state, request, &group, &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
 }
 
 fn unknown() -> ApiError {
@@ -102,17 +106,42 @@ fn parse(state: &AppState, group: &str, version: &str, rest: &str) -> Result<Tar
     Ok(target)
 }
 
+/// The parts of a request the handlers use.
+struct Request {
+    method: Method,
+    headers: HeaderMap,
+    raw_query: Option<String>,
+    body: Bytes,
+}
+
+/// The media type of the request body, without parameters.
+fn content_type(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
+}
+
+/// Checks that a POST or PUT body is JSON (or has no declared type, as the Python client
+/// sends it).
+fn require_json_body(headers: &HeaderMap) -> Result<(), ApiError> {
+    match content_type(headers).as_deref() {
+        None | Some("") | Some("application/json") | Some("*/*") => Ok(()),
+        Some(other) => Err(ApiError::new(
+            Reason::UnsupportedMediaType,
+            format!("the body of the request was in an unknown format - accepted media types include: application/json (got {other})"),
+        )),
+    }
+}
+
 async fn dispatch(
     state: &AppState,
-    method: Method,
+    request: Request,
     group: &str,
     version: &str,
     rest: &str,
-    raw_query: Option<&str>,
-    body: Bytes,
 ) -> Result<Response, ApiError> {
+    let Request { method, headers, raw_query, body } = request;
     let target = parse(state, group, version, rest)?;
-    let query = Query::parse(raw_query)?;
+    let query = Query::parse(raw_query.as_deref())?;
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method, target.name.as_deref()) {
@@ -144,8 +173,14 @@ async fn dispatch(
             let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
             Ok(Json(object).into_response())
         }
-        (Method::POST, None) => write::create(state, r, ns, &body).await,
-        (Method::PUT, Some(name)) => write::update(state, r, ns, name, target.subresource.as_deref(), &body).await,
+        (Method::POST, None) => {
+            require_json_body(&headers)?;
+            write::create(state, r, ns, &body).await
+        }
+        (Method::PUT, Some(name)) => {
+            require_json_body(&headers)?;
+            write::update(state, r, ns, name, target.subresource.as_deref(), &body).await
+        }
         (Method::DELETE, Some(name)) => write::delete(state, r, ns, name).await,
         (method, _) => Err(ApiError::new(
             Reason::MethodNotAllowed,

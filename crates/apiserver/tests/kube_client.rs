@@ -1,0 +1,138 @@
+//! kube-rs against the server: typed and dynamic APIs, optimistic concurrency, and a watcher.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::runtime::watcher::{self, Event};
+use support::TestServer;
+
+fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.into());
+    cm.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    cm.data = Some(BTreeMap::from([("key".to_string(), "value".to_string())]));
+    cm
+}
+
+#[tokio::test]
+async fn typed_crud_with_conflicts() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+
+    let created = cms.create(&PostParams::default(), &config_map("one", &[("app", "a")])).await.unwrap();
+    let rv = created.metadata.resource_version.clone().unwrap();
+    assert!(created.metadata.uid.is_some());
+    assert_eq!(cms.get("one").await.unwrap().data, created.data);
+
+    // A replace at the current resourceVersion succeeds; a stale one is a 409 Conflict.
+    let mut changed = created.clone();
+    changed.data = Some(BTreeMap::from([("key".to_string(), "new".to_string())]));
+    let replaced = cms.replace("one", &PostParams::default(), &changed).await.unwrap();
+    assert_ne!(replaced.metadata.resource_version.as_deref(), Some(rv.as_str()));
+    let stale = cms.replace("one", &PostParams::default(), &changed).await.unwrap_err();
+    match stale {
+        kube::Error::Api(status) => assert_eq!((status.code, status.reason.as_str()), (409, "Conflict")),
+        other => panic!("{other}"),
+    }
+
+    // Creating it again is AlreadyExists; creating in a missing namespace is NotFound.
+    let again = cms.create(&PostParams::default(), &config_map("one", &[])).await.unwrap_err();
+    assert!(matches!(again, kube::Error::Api(ref s) if s.reason == "AlreadyExists"), "{again}");
+    let elsewhere: Api<ConfigMap> = Api::namespaced(client.clone(), "nowhere");
+    let missing = elsewhere.create(&PostParams::default(), &config_map("x", &[])).await.unwrap_err();
+    assert!(matches!(missing, kube::Error::Api(ref s) if s.code == 404 && s.message.contains("namespaces \"nowhere\" not found")), "{missing}");
+
+    // Label selection and pagination.
+    cms.create(&PostParams::default(), &config_map("two", &[("app", "b")])).await.unwrap();
+    cms.create(&PostParams::default(), &config_map("three", &[("app", "a")])).await.unwrap();
+    let selected = cms.list(&ListParams::default().labels("app=a")).await.unwrap();
+    let names: Vec<_> = selected.items.iter().map(|c| c.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names, ["one", "three"]);
+    let first = cms.list(&ListParams::default().limit(2)).await.unwrap();
+    assert_eq!(first.items.len(), 2);
+    let token = first.metadata.continue_.clone().unwrap();
+    let rest = cms.list(&ListParams::default().limit(2).continue_token(&token)).await.unwrap();
+    assert_eq!(rest.items.len(), 1);
+    assert!(rest.metadata.continue_.is_none());
+
+    cms.delete("one", &DeleteParams::default()).await.unwrap();
+    assert!(cms.get_opt("one").await.unwrap().is_none());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn secrets_fold_string_data() {
+    let server = TestServer::start().await;
+    let secrets: Api<Secret> = Api::namespaced(server.client().await, "default");
+    let mut secret = Secret::default();
+    secret.metadata.name = Some("s".into());
+    secret.string_data = Some(BTreeMap::from([("password".to_string(), "hunter2".to_string())]));
+    let created = secrets.create(&PostParams::default(), &secret).await.unwrap();
+    assert_eq!(created.string_data, None);
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    let data = created.data.unwrap();
+    assert_eq!(data["password"].0, b"hunter2");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn dynamic_api_and_seeded_namespaces() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let names: Vec<_> = namespaces.list(&ListParams::default()).await.unwrap().items.into_iter().map(|n| n.metadata.name.unwrap()).collect();
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    let resource = ApiResource::from_gvk(&GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease"));
+    let leases: Api<DynamicObject> = Api::namespaced_with(client, "kube-system", &resource);
+    let lease: DynamicObject = serde_json::from_value(serde_json::json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "leader"}, "spec": {"holderIdentity": "me"}
+    }))
+    .unwrap();
+    leases.create(&PostParams::default(), &lease).await.unwrap();
+    let got = leases.get("leader").await.unwrap();
+    assert_eq!(got.data["spec"]["holderIdentity"], "me");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn watcher_sees_every_change() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    cms.create(&PostParams::default(), &config_map("before", &[])).await.unwrap();
+    let stream = watcher::watcher(cms.clone(), watcher::Config::default()).boxed();
+    let writer = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        cms.create(&PostParams::default(), &config_map("after", &[])).await.unwrap();
+        cms.delete("before", &DeleteParams::default()).await.unwrap();
+    };
+    let reader = async {
+        let mut seen = Vec::new();
+        let mut stream = stream;
+        while let Some(event) = stream.try_next().await.unwrap() {
+            match event {
+                Event::InitApply(cm) => seen.push(format!("init {}", cm.metadata.name.unwrap())),
+                Event::Apply(cm) => seen.push(format!("apply {}", cm.metadata.name.unwrap())),
+                Event::Delete(cm) => seen.push(format!("delete {}", cm.metadata.name.unwrap())),
+                Event::Init | Event::InitDone => {}
+            }
+            if seen.len() == 3 {
+                return seen;
+            }
+        }
+        seen
+    };
+    let (_, seen) = tokio::join!(writer, tokio::time::timeout(Duration::from_secs(30), reader));
+    assert_eq!(seen.unwrap(), ["init before", "apply after", "delete before"]);
+    server.stop().await;
+}
