@@ -7,6 +7,7 @@
 //! - [`status`]: Kubernetes `Status` errors.
 
 pub mod cache;
+pub mod crd;
 pub mod http;
 pub mod objects;
 pub mod registry;
@@ -46,6 +47,9 @@ pub enum ServeError {
     /// The data directory is unusable.
     #[error("invalid data directory {0}")]
     DataDir(PathBuf),
+    /// A start-up step failed.
+    #[error("start-up failed: {0}")]
+    Startup(String),
 }
 
 impl ServeError {

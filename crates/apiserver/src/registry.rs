@@ -29,6 +29,8 @@ pub struct ResourceDef {
     /// Whether a PUT without `metadata.resourceVersion` is allowed (built-ins; not CRDs or
     /// custom resources).
     pub unconditional_update: bool,
+    /// The CRD that defines this resource (`None` for built-ins).
+    pub crd: Option<String>,
 }
 
 impl ResourceDef {
@@ -76,6 +78,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         subresources: Vec::new(),
         storage: format!("{storage_group}/{plural}"),
         unconditional_update: true,
+        crd: None,
     }
 }
 
@@ -111,6 +114,27 @@ impl Registry {
     /// A registry holding the built-in kinds.
     pub fn with_builtins() -> Self {
         Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()) }
+    }
+
+    /// Serves the resources of CRD `crd` (replacing what it served before), unless their
+    /// plural or kind is already served in the group by something else; then returns why.
+    pub fn set_custom(&self, crd: &str, defs: Vec<ResourceDef>) -> Result<(), String> {
+        let mut resources = self.resources.write().unwrap_or_else(|p| p.into_inner());
+        for def in &defs {
+            if let Some(other) = resources.iter().find(|r| {
+                r.crd.as_deref() != Some(crd) && r.group == def.group && (r.plural == def.plural || r.kind == def.kind)
+            }) {
+                return Err(format!("\"{}\" is already in use by {}", def.plural, other.crd.as_deref().unwrap_or("a built-in kind")));
+            }
+        }
+        resources.retain(|r| r.crd.as_deref() != Some(crd));
+        resources.extend(defs.into_iter().map(Arc::new));
+        Ok(())
+    }
+
+    /// Stops serving the resources of CRD `crd`.
+    pub fn remove_custom(&self, crd: &str) {
+        self.resources.write().unwrap_or_else(|p| p.into_inner()).retain(|r| r.crd.as_deref() != Some(crd));
     }
 
     /// The resource served at `group/version/plural`.

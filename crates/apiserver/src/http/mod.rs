@@ -1,5 +1,6 @@
 //! The HTTP surface: routing, authentication, and the handlers.
 
+pub mod crds;
 mod discovery;
 mod health;
 pub mod query;

@@ -53,7 +53,11 @@ pub async fn ensure_fresh(state: &AppState, resource_version: Option<&str>) -> R
 pub async fn get(state: &AppState, resource: &ResourceDef, key: &str, name: &str, query: &Query) -> Result<Value, ApiError> {
     ensure_fresh(state, query.resource_version.as_deref()).await?;
     match state.cache.get(key) {
-        (Some(object), _) => Ok((*object).clone()),
+        (Some(object), _) => {
+            let mut object = (*object).clone();
+            objects::present(resource, &mut object);
+            Ok(object)
+        }
         (None, _) => Err(ApiError::not_found(&resource.group, &resource.plural, name)),
     }
 }
@@ -111,7 +115,9 @@ pub async fn list(
             continue_token = Some(encode_continue(revision, &last_key));
             break;
         }
-        items.push((*object).clone());
+        let mut object = (*object).clone();
+        objects::present(resource, &mut object);
+        items.push(object);
     }
     let mut metadata = json!({"resourceVersion": revision.to_string()});
     if let Some(token) = continue_token {

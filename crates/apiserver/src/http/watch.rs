@@ -85,10 +85,20 @@ fn event_line(kind: EventType, object_json: &[u8]) -> Bytes {
     Bytes::from(line)
 }
 
+/// The object's JSON in the watched version: the shared rendering unless it needs conversion.
+fn object_json(event: &CacheEvent, resource: &ResourceDef) -> Bytes {
+    if crate::objects::needs_conversion(resource, &event.object) {
+        let mut object = (*event.object).clone();
+        crate::objects::present(resource, &mut object);
+        return Bytes::from(object.to_string());
+    }
+    event.object_json()
+}
+
 /// The line for one cache event as this watcher sees it, or `None` if it is not selected.
-fn render(event: &CacheEvent, selection: &Selection) -> Option<Bytes> {
+fn render(event: &CacheEvent, resource: &ResourceDef, selection: &Selection) -> Option<Bytes> {
     if selection.is_everything() {
-        return Some(event_line(event.kind, &event.object_json()));
+        return Some(event_line(event.kind, &object_json(event, resource)));
     }
     let now = event.kind != EventType::Deleted && selection.matches(&event.object);
     let before = match event.kind {
@@ -101,12 +111,12 @@ fn render(event: &CacheEvent, selection: &Selection) -> Option<Bytes> {
         (true, false) => EventType::Deleted,
         _ => return None,
     };
-    Some(event_line(kind, &event.object_json()))
+    Some(event_line(kind, &object_json(event, resource)))
 }
 
 async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>) {
     for event in &watch.initial {
-        if let Some(line) = render(event, &request.selection)
+        if let Some(line) = render(event, &request.resource, &request.selection)
             && tx.send(line).await.is_err()
         {
             return;
@@ -127,7 +137,7 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
                         continue;
                     }
                     revision = event.revision;
-                    if let Some(line) = render(&event, &request.selection)
+                    if let Some(line) = render(&event, &request.resource, &request.selection)
                         && tx.send(line).await.is_err()
                     {
                         return;
@@ -173,7 +183,7 @@ mod tests {
         let resource = builtins().into_iter().find(|r| r.kind == "ConfigMap").unwrap();
         let selection = Selection::parse(&resource, Some(selector), None).unwrap();
         let event = CacheEvent::new(2, "/k".into(), kind, cm(now), prev.map(cm));
-        let line = render(&event, &selection)?;
+        let line = render(&event, &resource, &selection)?;
         let parsed: Value = serde_json::from_slice(&line).unwrap();
         Some(parsed["type"].as_str().unwrap().to_string())
     }

@@ -81,6 +81,22 @@ fn normalize(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError>
     Ok(())
 }
 
+/// Whether `resource` is the CustomResourceDefinition kind itself.
+fn is_crd(resource: &ResourceDef) -> bool {
+    resource.group == "apiextensions.k8s.io" && resource.kind == "CustomResourceDefinition"
+}
+
+/// Kind-specific validation of the object about to be stored.
+fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Result<(), ApiError> {
+    if is_crd(resource) {
+        let causes = crate::crd::validate(object);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+        }
+    }
+    Ok(())
+}
+
 /// The namespace must exist for anything created in it.
 async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiError> {
     super::read::ensure_fresh(state, None).await?;
@@ -118,11 +134,27 @@ pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<
         meta.remove("namespace");
     }
     normalize(resource, &mut object)?;
+    validate(resource, &object, &name)?;
     objects::stamp_new(&mut object)?;
+    // With a status subresource, status is written only through it (and by the server for CRDs).
+    if resource.subresources.iter().any(|s| s == "status")
+        && let Some(map) = object.as_object_mut()
+    {
+        map.remove("status");
+    }
+    if resource.group.is_empty() && resource.kind == "Namespace" {
+        object["status"] = json!({"phase": "Active"});
+        if object["spec"]["finalizers"].is_null() {
+            object["spec"] = json!({"finalizers": ["kubernetes"]});
+        }
+    }
     let key = resource.key(namespace, &name);
     match state.store.write(Write::Create { key, value: objects::to_store(&object) }).await.map_err(store_error)? {
         WriteResult::Committed(event) => {
             objects::set_resource_version(&mut object, event.revision());
+            if is_crd(resource) {
+                object = super::crds::establish(state, object).await?;
+            }
             Ok((StatusCode::CREATED, Json(object)).into_response())
         }
         WriteResult::Rejected { .. } => Err(ApiError::already_exists(&resource.group, &resource.plural, &name)),
@@ -176,10 +208,14 @@ pub async fn update(
     let old = objects::from_store(&current)?;
     let mut object = merge_for_update(resource, &old, incoming, subresource)?;
     normalize(resource, &mut object)?;
+    validate(resource, &object, name)?;
     let write = Write::Update { key, value: objects::to_store(&object), expected };
     match state.store.write(write).await.map_err(store_error)? {
         WriteResult::Committed(event) => {
             objects::set_resource_version(&mut object, event.revision());
+            if is_crd(resource) && subresource.is_none() {
+                object = super::crds::establish(state, object).await?;
+            }
             Ok(Json(object).into_response())
         }
         WriteResult::Rejected { .. } => Err(ApiError::conflict(&resource.group, &resource.plural, name)),
@@ -256,6 +292,9 @@ pub async fn delete(state: &AppState, resource: &ResourceDef, namespace: Option<
         };
         let write = Write::Delete { key: key.clone(), expected: kv.mod_revision };
         if let WriteResult::Committed(event) = state.store.write(write).await.map_err(store_error)? {
+            if is_crd(resource) {
+                state.registry.remove_custom(name);
+            }
             let mut object = objects::from_store(&kv)?;
             objects::set_resource_version(&mut object, event.revision());
             return Ok(Json(object).into_response());

@@ -40,7 +40,7 @@ pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output
     let store_dir = dir.clone();
     let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
         .await
-        .map_err(|e| ServeError::Tls(format!("store open task failed: {e}")))??;
+        .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
     let store: Arc<dyn Store> = Arc::new(store);
 
     let listener = TcpListener::bind(&config.listen)
@@ -53,7 +53,8 @@ pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output
 
     let cache = WatchCache::start(store.clone()).await?;
     let state = Arc::new(AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone()));
-    http::seed::namespaces(&state).await.map_err(|e| ServeError::Tls(format!("seeding namespaces: {e}")))?;
+    http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
+    http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
     kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
     state.ready.store(true, Ordering::SeqCst);
     tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");

@@ -10,16 +10,36 @@ use tokio::sync::oneshot;
 
 /// A running server; stopped when dropped.
 pub struct TestServer {
-    /// The data directory.
-    pub dir: tempfile::TempDir,
+    /// The data directory (kept alive as long as the server).
+    pub dir: DataDir,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl TestServer {
-    /// Starts a server and waits for its kubeconfig.
+    /// Starts a server in a fresh data directory and waits for its kubeconfig.
     pub async fn start() -> TestServer {
-        let dir = tempfile::tempdir().unwrap();
+        TestServer::start_with(DataDir::Temp(tempfile::tempdir().unwrap())).await
+    }
+
+    /// Starts a server on an existing data directory (owned by the caller).
+    pub async fn start_in(path: &std::path::Path) -> TestServer {
+        TestServer::start_with(DataDir::Path(path.to_path_buf())).await
+    }
+
+    /// Stops the server and moves its data directory to `to`, for a later `start_in`.
+    pub async fn stop_keeping(mut self, from: &std::path::Path, to: &std::path::Path) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+        copy_dir(from, to);
+    }
+
+    async fn start_with(dir: DataDir) -> TestServer {
+        let _ = std::fs::remove_file(dir.path().join("kubeconfig"));
         let config = ServerConfig { data_dir: dir.path().to_path_buf(), listen: "127.0.0.1:0".into() };
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
@@ -54,6 +74,37 @@ impl TestServer {
         }
         if let Some(task) = self.task.take() {
             let _ = task.await;
+        }
+    }
+}
+
+/// A data directory: temporary (removed with the server) or the caller's.
+pub enum DataDir {
+    /// Removed when dropped.
+    Temp(tempfile::TempDir),
+    /// Left alone.
+    Path(std::path::PathBuf),
+}
+
+impl DataDir {
+    /// Its path.
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            DataDir::Temp(dir) => dir.path(),
+            DataDir::Path(path) => path,
+        }
+    }
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
         }
     }
 }

@@ -1,0 +1,50 @@
+//! The write-path hooks that make a stored CRD a served kind before the request returns.
+
+use oxplane_store::{Write, WriteResult};
+use serde_json::Value;
+
+use super::AppState;
+use super::write::store_error;
+use crate::crd;
+use crate::objects;
+use crate::status::ApiError;
+
+/// Registers the CRD's resources and writes its status; returns the CRD as stored.
+pub async fn establish(state: &AppState, mut object: Value) -> Result<Value, ApiError> {
+    let name = objects::meta_str(&object, "name").unwrap_or_default().to_string();
+    let key = format!("{}{name}", crd::CRD_PREFIX);
+    // A concurrent writer may move the CRD on; retry on the fresh copy a few times.
+    for _ in 0..5 {
+        let conflict = state.registry.set_custom(&name, crd::resources(&object)).err();
+        let status = crd::accepted_status(&object, conflict);
+        if object.get("status") == Some(&status) {
+            return Ok(object);
+        }
+        let expected = crate::cache::resource_version(&object);
+        object["status"] = status;
+        let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected };
+        match state.store.write(write).await.map_err(store_error)? {
+            WriteResult::Committed(event) => {
+                objects::set_resource_version(&mut object, event.revision());
+                return Ok(object);
+            }
+            WriteResult::Rejected { current: Some(kv) } => object = objects::from_store(&kv)?,
+            WriteResult::Rejected { current: None } => {
+                state.registry.remove_custom(&name);
+                return Err(ApiError::not_found("apiextensions.k8s.io", "customresourcedefinitions", &name));
+            }
+        }
+    }
+    Err(ApiError::conflict("apiextensions.k8s.io", "customresourcedefinitions", &name))
+}
+
+/// Serves every stored CRD again (at start).
+pub async fn establish_all(state: &AppState) -> Result<(), ApiError> {
+    let (crds, _) = state.cache.list(crd::CRD_PREFIX);
+    for object in crds {
+        if crd::validate(&object).is_empty() {
+            establish(state, (*object).clone()).await?;
+        }
+    }
+    Ok(())
+}
