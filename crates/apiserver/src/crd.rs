@@ -126,6 +126,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                 storage: format!("{group}/{plural}"),
                 unconditional_update: false,
                 crd: Some(objects::meta_str(crd, "name").unwrap_or_default().to_string()),
+                columns: crate::table::crd_columns(v),
             }
         })
         .collect()

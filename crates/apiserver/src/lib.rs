@@ -9,11 +9,14 @@
 pub mod cache;
 pub mod crd;
 pub mod http;
+pub mod jsonpath;
 pub mod objects;
+pub mod patch;
 pub mod registry;
 pub mod selectors;
 pub mod server;
 pub mod status;
+pub mod table;
 
 use std::path::PathBuf;
 

@@ -31,6 +31,8 @@ pub struct ResourceDef {
     pub unconditional_update: bool,
     /// The CRD that defines this resource (`None` for built-ins).
     pub crd: Option<String>,
+    /// The Table columns after `Name`.
+    pub columns: Vec<crate::table::PrinterColumn>,
 }
 
 impl ResourceDef {
@@ -79,6 +81,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         storage: format!("{storage_group}/{plural}"),
         unconditional_update: true,
         crd: None,
+        columns: crate::table::builtin_columns(group, kind),
     }
 }
 

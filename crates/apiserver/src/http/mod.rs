@@ -3,6 +3,7 @@
 pub mod crds;
 mod discovery;
 mod health;
+mod patch;
 pub mod query;
 mod read;
 mod resources;

@@ -14,11 +14,13 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 
+use super::patch::{self, PatchType};
 use super::query::Query;
 use super::select::Selection;
 use super::watch::{self, WatchRequest};
 use super::{AppState, read, write};
 use crate::registry::ResourceDef;
+use crate::table::IncludeObject;
 use crate::status::{ApiError, Reason};
 
 /// What a request addresses.
@@ -120,6 +122,42 @@ fn content_type(headers: &HeaderMap) -> Option<String> {
     Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
 }
 
+/// Whether the client asked for a Table (kubectl get); 406 if it accepts nothing we serve.
+fn wants_table(headers: &HeaderMap) -> Result<bool, ApiError> {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else { return Ok(false) };
+    for range in accept.split(',') {
+        let mut parts = range.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let params: Vec<(String, String)> = parts
+            .filter_map(|p| p.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
+            .collect();
+        let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        match media.as_str() {
+            "application/json" | "application/*" | "*/*" => match param("as") {
+                None => return Ok(false),
+                Some("Table") if param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1") | Some("v1beta1")) => {
+                    return Ok(true);
+                }
+                // Other conversions (PartialObjectMetadata) are not served; try the next range.
+                Some(_) => continue,
+            },
+            _ => continue,
+        }
+    }
+    Err(ApiError::new(
+        Reason::NotAcceptable,
+        format!("only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (asked for {accept})"),
+    ))
+}
+
+fn table_response(table: serde_json::Value) -> Response {
+    let mut response = Json(table).into_response();
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(crate::table::TABLE_CONTENT_TYPE));
+    response
+}
+
 /// Checks that a POST or PUT body is JSON (or has no declared type, as the Python client
 /// sends it).
 fn require_json_body(headers: &HeaderMap) -> Result<(), ApiError> {
@@ -151,6 +189,10 @@ async fn dispatch(
                 None => r.prefix(),
             };
             let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
+            let table = match wants_table(&headers)? {
+                true => Some(IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?),
+                false => None,
+            };
             if query.watch {
                 let after = match query.resource_version.as_deref() {
                     None | Some("0") => None,
@@ -163,14 +205,26 @@ async fn dispatch(
                     selection,
                     bookmarks: query.allow_watch_bookmarks,
                     timeout: query.timeout_seconds.map(Duration::from_secs),
+                    table,
                 };
                 return Ok(watch::stream(&state.cache, request));
             }
             let list = read::list(state, r, &prefix, &selection, &query).await?;
-            Ok(Json(list).into_response())
+            match table {
+                None => Ok(Json(list).into_response()),
+                Some(include) => {
+                    let items = list["items"].as_array().cloned().unwrap_or_default();
+                    Ok(table_response(crate::table::table(r, &items, list["metadata"].clone(), include, true)))
+                }
+            }
         }
         (Method::GET, Some(name)) => {
             let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
+            if wants_table(&headers)? {
+                let include = IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?;
+                let metadata = serde_json::json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                return Ok(table_response(crate::table::table(r, &[object], metadata, include, true)));
+            }
             Ok(Json(object).into_response())
         }
         (Method::POST, None) => {
@@ -180,6 +234,10 @@ async fn dispatch(
         (Method::PUT, Some(name)) => {
             require_json_body(&headers)?;
             write::update(state, r, ns, name, target.subresource.as_deref(), &body).await
+        }
+        (Method::PATCH, Some(name)) => {
+            let patch_type = PatchType::from_content_type(content_type(&headers).as_deref())?;
+            patch::patch(state, r, ns, name, target.subresource.as_deref(), patch_type, &body).await
         }
         (Method::DELETE, Some(name)) => write::delete(state, r, ns, name).await,
         (method, _) => Err(ApiError::new(

@@ -20,6 +20,7 @@ use super::select::Selection;
 use crate::cache::{CacheError, CacheEvent, EventType, WatchCache};
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Reason};
+use crate::table::IncludeObject;
 
 /// How long a watch lasts when the client gives no `timeoutSeconds` (kube-apiserver picks a
 /// random 30–60 minutes; clients re-watch either way).
@@ -41,6 +42,8 @@ pub struct WatchRequest {
     pub bookmarks: bool,
     /// End the stream after this long.
     pub timeout: Option<Duration>,
+    /// Send each object as a one-row Table (kubectl get -w).
+    pub table: Option<IncludeObject>,
 }
 
 /// Starts streaming; the response is always 200 once the request is valid.
@@ -85,6 +88,14 @@ fn event_line(kind: EventType, object_json: &[u8]) -> Bytes {
     Bytes::from(line)
 }
 
+/// How a watcher renders objects: plain (shared JSON) or as Table rows.
+struct Rendering<'a> {
+    resource: &'a ResourceDef,
+    table: Option<IncludeObject>,
+    /// Column definitions go with the first Table only.
+    first: bool,
+}
+
 /// The object's JSON in the watched version: the shared rendering unless it needs conversion.
 fn object_json(event: &CacheEvent, resource: &ResourceDef) -> Bytes {
     if crate::objects::needs_conversion(resource, &event.object) {
@@ -95,10 +106,21 @@ fn object_json(event: &CacheEvent, resource: &ResourceDef) -> Bytes {
     event.object_json()
 }
 
+/// The `object` of a watch event line.
+fn payload(event: &CacheEvent, rendering: &mut Rendering<'_>) -> Bytes {
+    let Some(include) = rendering.table else { return object_json(event, rendering.resource) };
+    let mut object = (*event.object).clone();
+    crate::objects::present(rendering.resource, &mut object);
+    let metadata = json!({"resourceVersion": event.revision.to_string()});
+    let table = crate::table::table(rendering.resource, &[object], metadata, include, rendering.first);
+    rendering.first = false;
+    Bytes::from(table.to_string())
+}
+
 /// The line for one cache event as this watcher sees it, or `None` if it is not selected.
-fn render(event: &CacheEvent, resource: &ResourceDef, selection: &Selection) -> Option<Bytes> {
+fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selection) -> Option<Bytes> {
     if selection.is_everything() {
-        return Some(event_line(event.kind, &object_json(event, resource)));
+        return Some(event_line(event.kind, &payload(event, rendering)));
     }
     let now = event.kind != EventType::Deleted && selection.matches(&event.object);
     let before = match event.kind {
@@ -111,12 +133,13 @@ fn render(event: &CacheEvent, resource: &ResourceDef, selection: &Selection) -> 
         (true, false) => EventType::Deleted,
         _ => return None,
     };
-    Some(event_line(kind, &object_json(event, resource)))
+    Some(event_line(kind, &payload(event, rendering)))
 }
 
 async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>) {
+    let mut rendering = Rendering { resource: &request.resource, table: request.table, first: true };
     for event in &watch.initial {
-        if let Some(line) = render(event, &request.resource, &request.selection)
+        if let Some(line) = render(event, &mut rendering, &request.selection)
             && tx.send(line).await.is_err()
         {
             return;
@@ -137,7 +160,7 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
                         continue;
                     }
                     revision = event.revision;
-                    if let Some(line) = render(&event, &request.resource, &request.selection)
+                    if let Some(line) = render(&event, &mut rendering, &request.selection)
                         && tx.send(line).await.is_err()
                     {
                         return;
@@ -183,7 +206,8 @@ mod tests {
         let resource = builtins().into_iter().find(|r| r.kind == "ConfigMap").unwrap();
         let selection = Selection::parse(&resource, Some(selector), None).unwrap();
         let event = CacheEvent::new(2, "/k".into(), kind, cm(now), prev.map(cm));
-        let line = render(&event, &resource, &selection)?;
+        let mut rendering = Rendering { resource: &resource, table: None, first: true };
+        let line = render(&event, &mut rendering, &selection)?;
         let parsed: Value = serde_json::from_slice(&line).unwrap();
         Some(parsed["type"].as_str().unwrap().to_string())
     }

@@ -61,7 +61,7 @@ fn check_type(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError
 }
 
 /// Kind-specific normalisation on every write: Secrets fold `stringData` into `data`.
-fn normalize(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError> {
+pub(super) fn normalize(resource: &ResourceDef, object: &mut Value) -> Result<(), ApiError> {
     if resource.group.is_empty() && resource.kind == "Secret" {
         use base64::Engine;
         let string_data = object.as_object_mut().and_then(|o| o.remove("stringData"));
@@ -87,7 +87,7 @@ fn is_crd(resource: &ResourceDef) -> bool {
 }
 
 /// Kind-specific validation of the object about to be stored.
-fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Result<(), ApiError> {
+pub(super) fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Result<(), ApiError> {
     if is_crd(resource) {
         let causes = crate::crd::validate(object);
         if !causes.is_empty() {

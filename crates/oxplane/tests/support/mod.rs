@@ -76,7 +76,8 @@ impl Server {
         config["clusters"][0]["cluster"]["server"].as_str().unwrap().to_string()
     }
 
-    fn kubectl_command(&self, args: &[&str]) -> Command {
+    /// A kubectl command pointed at this server.
+    pub fn kubectl_command(&self, args: &[&str]) -> Command {
         let mut command = Command::new("kubectl");
         command.args(args).env("KUBECONFIG", self.kubeconfig()).env("HOME", self.home.path());
         command

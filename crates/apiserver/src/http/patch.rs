@@ -1,0 +1,146 @@
+//! PATCH: JSON merge patch, JSON patch (Go-library semantics) and strategic merge patch
+//! (built-in kinds only; custom resources answer 415, as Kubernetes does). The patch is applied
+//! to the stored object and written with compare-and-swap; on a concurrent change it is applied
+//! again to the new version, unless the patch itself pins a resourceVersion.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use oxplane_store::{Write, WriteResult};
+use serde_json::Value;
+
+use super::AppState;
+use super::write::{merge_for_update, store_error};
+use crate::objects;
+use crate::patch::{self, JsonPatchError, StrategicError};
+use crate::registry::ResourceDef;
+use crate::status::{ApiError, Reason};
+
+/// The patch formats, by request content type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PatchType {
+    /// `application/merge-patch+json`
+    Merge,
+    /// `application/json-patch+json`
+    Json,
+    /// `application/strategic-merge-patch+json`
+    Strategic,
+    /// `application/apply-patch+yaml`
+    Apply,
+}
+
+impl PatchType {
+    /// The patch type of a content type.
+    pub fn from_content_type(content_type: Option<&str>) -> Result<PatchType, ApiError> {
+        match content_type {
+            Some("application/merge-patch+json") => Ok(PatchType::Merge),
+            Some("application/json-patch+json") => Ok(PatchType::Json),
+            Some("application/strategic-merge-patch+json") => Ok(PatchType::Strategic),
+            Some("application/apply-patch+yaml") | Some("application/apply-patch+cbor") => Ok(PatchType::Apply),
+            other => Err(ApiError::new(
+                Reason::UnsupportedMediaType,
+                format!(
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {})",
+                    other.unwrap_or("no content type")
+                ),
+            )),
+        }
+    }
+}
+
+/// How many times a patch is re-applied when the object changes underneath it.
+const RETRIES: usize = 8;
+
+fn json_patch_error(error: JsonPatchError) -> ApiError {
+    let reason = match error {
+        JsonPatchError::Malformed(_) => Reason::BadRequest,
+        JsonPatchError::TooManyOperations { .. } => Reason::RequestEntityTooLarge,
+        _ => Reason::Invalid,
+    };
+    ApiError::new(reason, error.to_string())
+}
+
+fn strategic_error(error: StrategicError) -> ApiError {
+    let reason = if error.status_code() == 400 { Reason::BadRequest } else { Reason::Invalid };
+    ApiError::new(reason, error.to_string())
+}
+
+/// Applies the patch body to `current`.
+fn apply(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
+    let parsed: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
+    match patch_type {
+        PatchType::Merge => {
+            if !parsed.is_object() {
+                return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+            }
+            patch::merge::try_apply(current, &parsed).map_err(|e| ApiError::new(Reason::Invalid, e.to_string()))
+        }
+        PatchType::Json => patch::json_patch::apply(current, &parsed).map_err(json_patch_error),
+        PatchType::Strategic => {
+            if resource.crd.is_some() {
+                return Err(ApiError::new(
+                    Reason::UnsupportedMediaType,
+                    "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+                ));
+            }
+            let schema = patch::for_kind(&resource.kind).unwrap_or(&patch::OBJECT_META_ONLY);
+            patch::strategic::apply(current, &parsed, schema).map_err(strategic_error)
+        }
+        PatchType::Apply => Err(ApiError::new(
+            Reason::UnsupportedMediaType,
+            "server-side apply (application/apply-patch+yaml) is not supported by this server yet; use a merge, JSON or strategic merge patch",
+        )),
+    }
+}
+
+/// PATCH an object (or its status).
+pub async fn patch(
+    state: &AppState,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    patch_type: PatchType,
+    body: &[u8],
+) -> Result<Response, ApiError> {
+    let key = resource.key(namespace, name);
+    for _ in 0..RETRIES {
+        let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
+            return Err(ApiError::not_found(&resource.group, &resource.plural, name));
+        };
+        let old = objects::from_store(&kv)?;
+        let patched = apply(resource, patch_type, &old, body)?;
+        if !patched.is_object() {
+            return Err(ApiError::bad_request("the patched object is not a JSON object"));
+        }
+        // A resourceVersion in the patched object is a precondition.
+        let pinned = objects::meta_str(&patched, "resourceVersion").map(String::from);
+        if let Some(rv) = &pinned
+            && *rv != kv.mod_revision.to_string()
+        {
+            return Err(ApiError::conflict(&resource.group, &resource.plural, name));
+        }
+        let unchanged_identity = objects::meta_str(&patched, "name").is_none_or(|n| n == name);
+        if !unchanged_identity {
+            return Err(ApiError::bad_request("metadata.name cannot be changed by a patch"));
+        }
+        let mut object = merge_for_update(resource, &old, patched, subresource)?;
+        super::write::normalize(resource, &mut object)?;
+        super::write::validate(resource, &object, name)?;
+        let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected: kv.mod_revision };
+        match state.store.write(write).await.map_err(store_error)? {
+            WriteResult::Committed(event) => {
+                objects::set_resource_version(&mut object, event.revision());
+                if resource.crd.is_none() && resource.kind == "CustomResourceDefinition" && subresource.is_none() {
+                    object = super::crds::establish(state, object).await?;
+                }
+                return Ok(Json(object).into_response());
+            }
+            WriteResult::Rejected { .. } if pinned.is_some() => {
+                return Err(ApiError::conflict(&resource.group, &resource.plural, name));
+            }
+            WriteResult::Rejected { .. } => continue,
+        }
+    }
+    Err(ApiError::conflict(&resource.group, &resource.plural, name))
+}
