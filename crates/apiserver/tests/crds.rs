@@ -88,6 +88,11 @@ async fn a_crd_is_established_and_served_in_every_version() {
     let group = discovery.get("example.com").expect("example.com in discovery");
     let versions: Vec<_> = group.versions().collect();
     assert!(versions.contains(&"v1") && versions.contains(&"v1beta1"), "{versions:?}");
+    let aggregated = Discovery::new(client.clone()).run_aggregated().await.unwrap();
+    let group = aggregated.get("example.com").expect("example.com in aggregated discovery");
+    let (resource, caps) = group.recommended_kind("Widget").unwrap();
+    assert_eq!((resource.plural.as_str(), caps.scope.clone()), ("widgets", kube::discovery::Scope::Namespaced));
+    assert!(caps.subresources.iter().any(|(r, _)| r.plural == "widgets/status" || r.plural == "status"), "{:?}", caps.subresources);
     server.stop().await;
 }
 

@@ -1,20 +1,104 @@
-//! Legacy discovery: `/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>`.
+//! Discovery: legacy (`/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>`) and aggregated
+//! (`apidiscovery.k8s.io/v2` on `/api` and `/apis`, which kubectl prefers: two requests instead
+//! of one per group-version). Both are computed from the registry, so a CRD shows at once.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
 use crate::registry::ResourceDef;
 use crate::status::ApiError;
 
-pub(super) async fn core_versions() -> Json<Value> {
-    Json(json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []}))
+/// The content type of aggregated discovery responses.
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether the client accepts aggregated discovery (`apidiscovery.k8s.io/v2`).
+fn wants_aggregated(headers: &HeaderMap) -> bool {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else { return false };
+    accept.split(',').any(|range| {
+        let params: Vec<&str> = range.split(';').map(str::trim).collect();
+        params.first() == Some(&"application/json")
+            && params.contains(&"g=apidiscovery.k8s.io")
+            && params.contains(&"v=v2")
+            && params.contains(&"as=APIGroupDiscoveryList")
+    })
 }
 
-pub(super) async fn groups(State(state): State<Arc<AppState>>) -> Json<Value> {
+fn aggregated_response(body: Value) -> Response {
+    let mut response = Json(body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(AGGREGATED));
+    response
+}
+
+/// One resource in aggregated form.
+fn aggregated_resource(r: &ResourceDef) -> Value {
+    let kind = json!({"group": r.group, "version": r.version, "kind": r.kind});
+    let subresources: Vec<Value> = r
+        .subresources
+        .iter()
+        .map(|sub| json!({"subresource": sub, "responseKind": kind, "verbs": ["get", "patch", "update"]}))
+        .collect();
+    json!({
+        "resource": r.plural,
+        "responseKind": kind,
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "singularResource": r.singular,
+        "verbs": r.verbs(),
+        "shortNames": r.short_names,
+        "categories": r.categories,
+        "subresources": subresources,
+    })
+}
+
+/// The aggregated discovery list of the core group (`core == true`) or of all other groups.
+fn aggregated(state: &AppState, core: bool) -> Value {
+    let resources = state.registry.all();
+    let mut items = Vec::new();
+    let mut groups: Vec<String> = Vec::new();
+    for (group, _) in state.registry.group_versions() {
+        if group.is_empty() != core || groups.contains(&group) {
+            continue;
+        }
+        let versions: Vec<Value> = state
+            .registry
+            .group_versions()
+            .into_iter()
+            .filter(|(g, _)| *g == group)
+            .map(|(_, version)| {
+                let entries: Vec<Value> = resources
+                    .iter()
+                    .filter(|r| r.group == group && r.version == version)
+                    .map(|r| aggregated_resource(r))
+                    .collect();
+                json!({"version": version, "resources": entries, "freshness": "Current"})
+            })
+            .collect();
+        items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions}));
+        groups.push(group);
+    }
+    json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
+}
+
+pub(super) async fn core_versions(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if wants_aggregated(&headers) {
+        return aggregated_response(aggregated(&state, true));
+    }
+    Json(json!({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})).into_response()
+}
+
+pub(super) async fn groups(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    if wants_aggregated(&headers) {
+        return aggregated_response(aggregated(&state, false));
+    }
+    legacy_groups(&state).into_response()
+}
+
+fn legacy_groups(state: &AppState) -> Json<Value> {
     let mut groups: Vec<Value> = Vec::new();
     let mut seen: Vec<String> = Vec::new();
     for (group, _) in state.registry.group_versions() {
