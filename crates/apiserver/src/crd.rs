@@ -127,6 +127,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                 unconditional_update: false,
                 crd: Some(objects::meta_str(crd, "name").unwrap_or_default().to_string()),
                 columns: crate::table::crd_columns(v),
+                schema: v["schema"]["openAPIV3Schema"].is_object().then(|| std::sync::Arc::new(v["schema"]["openAPIV3Schema"].clone())),
             }
         })
         .collect()

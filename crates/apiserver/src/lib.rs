@@ -11,6 +11,7 @@ pub mod crd;
 pub mod http;
 pub mod jsonpath;
 pub mod objects;
+pub mod openapi;
 pub mod patch;
 pub mod registry;
 pub mod selectors;

@@ -33,6 +33,8 @@ pub struct ResourceDef {
     pub crd: Option<String>,
     /// The Table columns after `Name`.
     pub columns: Vec<crate::table::PrinterColumn>,
+    /// The CRD version's `openAPIV3Schema` (`None` for built-ins).
+    pub schema: Option<Arc<serde_json::Value>>,
 }
 
 impl ResourceDef {
@@ -82,6 +84,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         unconditional_update: true,
         crd: None,
         columns: crate::table::builtin_columns(group, kind),
+        schema: None,
     }
 }
 
@@ -111,12 +114,23 @@ pub fn builtins() -> Vec<ResourceDef> {
 #[derive(Debug, Default)]
 pub struct Registry {
     resources: RwLock<Vec<Arc<ResourceDef>>>,
+    /// Bumped on every change, so derived documents (OpenAPI) know when to rebuild.
+    generation: std::sync::atomic::AtomicU64,
 }
 
 impl Registry {
     /// A registry holding the built-in kinds.
     pub fn with_builtins() -> Self {
-        Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()) }
+        Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()), generation: Default::default() }
+    }
+
+    /// Changes whenever the served resources change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn changed(&self) {
+        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// Serves the resources of CRD `crd` (replacing what it served before), unless their
@@ -130,14 +144,22 @@ impl Registry {
                 return Err(format!("\"{}\" is already in use by {}", def.plural, other.crd.as_deref().unwrap_or("a built-in kind")));
             }
         }
+        let replaced: Vec<Arc<ResourceDef>> = defs.into_iter().map(Arc::new).collect();
+        let before: Vec<&Arc<ResourceDef>> = resources.iter().filter(|r| r.crd.as_deref() == Some(crd)).collect();
+        if before.len() == replaced.len() && before.iter().zip(&replaced).all(|(a, b)| a == &b) {
+            return Ok(());
+        }
         resources.retain(|r| r.crd.as_deref() != Some(crd));
-        resources.extend(defs.into_iter().map(Arc::new));
+        resources.extend(replaced);
+        drop(resources);
+        self.changed();
         Ok(())
     }
 
     /// Stops serving the resources of CRD `crd`.
     pub fn remove_custom(&self, crd: &str) {
         self.resources.write().unwrap_or_else(|p| p.into_inner()).retain(|r| r.crd.as_deref() != Some(crd));
+        self.changed();
     }
 
     /// The resource served at `group/version/plural`.

@@ -121,3 +121,31 @@ fn watch_prints_changes_and_wait_sees_conditions() {
     server.kubectl(&["delete", "wd", "a", "--wait=true"]);
     assert!(server.kubectl(&["get", "wd", "-o", "name"]).lines().all(|l| !l.ends_with("/a")));
 }
+
+#[test]
+fn apply_twice_with_default_validation_and_explain() {
+    let server = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let crd = dir.path().join("crd.json");
+    std::fs::write(&crd, WIDGET_CRD).unwrap();
+    assert!(server.kubectl(&["apply", "-f", crd.to_str().unwrap()]).contains("created"));
+    assert!(server.kubectl(&["apply", "-f", crd.to_str().unwrap()]).contains("unchanged"));
+    let cr = dir.path().join("w.json");
+    std::fs::write(&cr, widget("w", 1, "")).unwrap();
+    assert_eq!(server.kubectl(&["apply", "-f", cr.to_str().unwrap()]), "widget.example.com/w created\n");
+    assert_eq!(server.kubectl(&["apply", "-f", cr.to_str().unwrap()]), "widget.example.com/w unchanged\n");
+    std::fs::write(&cr, widget("w", 2, "")).unwrap();
+    assert_eq!(server.kubectl(&["apply", "-f", cr.to_str().unwrap()]), "widget.example.com/w configured\n");
+    assert_eq!(server.kubectl(&["get", "wd", "w", "-o", "jsonpath={.spec.size}"]), "2");
+    // A built-in kind, applied as YAML, then changed (a strategic merge patch).
+    let cm = dir.path().join("cm.yaml");
+    std::fs::write(&cm, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  a: \"1\"\n").unwrap();
+    assert_eq!(server.kubectl(&["apply", "-f", cm.to_str().unwrap()]), "configmap/app created\n");
+    std::fs::write(&cm, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  b: \"2\"\n").unwrap();
+    assert_eq!(server.kubectl(&["apply", "-f", cm.to_str().unwrap()]), "configmap/app configured\n");
+    assert_eq!(server.kubectl(&["get", "cm", "app", "-o", "jsonpath={.data}"]), r#"{"b":"2"}"#, "apply removes what it no longer applies");
+    let explain = server.kubectl(&["explain", "configmap.data"]);
+    assert!(explain.contains("KIND:       ConfigMap") && explain.contains("map[string]string"), "{explain}");
+    let explain = server.kubectl(&["explain", "widgets"]);
+    assert!(explain.contains("KIND:       Widget") && explain.contains("GROUP:      example.com"), "{explain}");
+}

@@ -43,12 +43,14 @@ pub struct AppState {
     pub token: String,
     /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
     pub ready: AtomicBool,
+    /// OpenAPI documents, cached per registry generation.
+    pub openapi: crate::openapi::OpenApi,
 }
 
 impl AppState {
     /// State over a store and a registry.
     pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
-        AppState { store, cache, registry, token, ready: AtomicBool::new(false) }
+        AppState { store, cache, registry, token, ready: AtomicBool::new(false), openapi: Default::default() }
     }
 }
 
@@ -62,6 +64,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
         .route("/metrics", get(health::metrics))
+        .route("/openapi/v3", get(openapi_index))
+        .route("/openapi/v3/{*path}", get(openapi_document))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate));
     Router::new()
         .route("/healthz", get(health::healthz))
@@ -82,6 +86,33 @@ async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next
     } else {
         ApiError::new(Reason::Unauthorized, "Unauthorized").into_response()
     }
+}
+
+async fn openapi_index(State(state): State<Arc<AppState>>) -> Response {
+    axum::Json(state.openapi.index(&state.registry)).into_response()
+}
+
+async fn openapi_document(State(state): State<Arc<AppState>>, axum::extract::Path(path): axum::extract::Path<String>) -> Response {
+    let parts: Vec<&str> = path.split('/').collect();
+    let (group, version) = match parts.as_slice() {
+        ["api", version] => ("", *version),
+        ["apis", group, version] => (*group, *version),
+        _ => return not_found_response(),
+    };
+    match state.openapi.document(&state.registry, group, version) {
+        Some((bytes, _)) => {
+            let mut response = axum::body::Body::from(bytes).into_response();
+            response.headers_mut().insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static("application/json"));
+            // Documents are addressed by content hash: clients may cache them.
+            response.headers_mut().insert(header::CACHE_CONTROL, axum::http::HeaderValue::from_static("public, immutable"));
+            response
+        }
+        None => not_found_response(),
+    }
+}
+
+fn not_found_response() -> Response {
+    ApiError::new(Reason::NotFound, "the server could not find the requested resource").into_response()
 }
 
 async fn not_found() -> ApiError {

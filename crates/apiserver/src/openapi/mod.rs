@@ -1,0 +1,199 @@
+//! OpenAPI v3: `/openapi/v3` (an index of group-versions, each with a content hash) and one
+//! document per group-version. kubectl needs it for `apply`, `create -f`, `edit` and `replace`
+//! with default validation (it then sends `fieldValidation=Strict` and lets the server check),
+//! for computing client-side-apply patches, and for `explain`.
+//!
+//! Documents are generated from the registry: built-in kinds from the schemas in [`builtin`],
+//! custom resources from their CRD's `openAPIV3Schema`. They are cached per registry
+//! generation, so the hash only changes when a served kind changes.
+
+pub mod builtin;
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use crate::registry::{Registry, ResourceDef};
+
+/// Cached documents, keyed by `api/v1` or `apis/<group>/<version>`.
+#[derive(Default)]
+pub struct OpenApi {
+    cache: Mutex<HashMap<String, (u64, Bytes, String)>>,
+}
+
+/// The index path of a group-version.
+pub fn gv_path(group: &str, version: &str) -> String {
+    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+}
+
+/// The component name of a kind: the reversed group, the version and the kind
+/// (`io.k8s.api.core.v1.ConfigMap` for built-ins, `com.example.v1.Widget` for CRDs).
+pub fn component_name(resource: &ResourceDef) -> String {
+    if resource.crd.is_none() {
+        let group = match resource.group.as_str() {
+            "" => "core".to_string(),
+            g => g.trim_end_matches(".k8s.io").replace('.', "_"),
+        };
+        let prefix = if resource.group == "apiextensions.k8s.io" {
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions".to_string()
+        } else {
+            format!("io.k8s.api.{group}")
+        };
+        return format!("{prefix}.{}.{}", resource.version, resource.kind);
+    }
+    let reversed: Vec<&str> = resource.group.split('.').rev().collect();
+    format!("{}.{}.{}", reversed.join("."), resource.version, resource.kind)
+}
+
+fn hash_of(bytes: &[u8]) -> String {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    format!("{:016X}", hasher.finish())
+}
+
+impl OpenApi {
+    /// The document of one group-version, and its hash; `None` if nothing is served there.
+    pub fn document(&self, registry: &Registry, group: &str, version: &str) -> Option<(Bytes, String)> {
+        let path = gv_path(group, version);
+        let generation = registry.generation();
+        if let Some((cached_generation, bytes, hash)) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&path)
+            && *cached_generation == generation
+        {
+            return Some((bytes.clone(), hash.clone()));
+        }
+        let resources: Vec<Arc<ResourceDef>> =
+            registry.all().into_iter().filter(|r| r.group == group && r.version == version).collect();
+        if resources.is_empty() {
+            return None;
+        }
+        let bytes = Bytes::from(build(&resources).to_string());
+        let hash = hash_of(&bytes);
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(path, (generation, bytes.clone(), hash.clone()));
+        Some((bytes, hash))
+    }
+
+    /// The index: every served group-version with the URL of its current document.
+    pub fn index(&self, registry: &Registry) -> Value {
+        let mut paths = Map::new();
+        for (group, version) in registry.group_versions() {
+            if let Some((_, hash)) = self.document(registry, &group, &version) {
+                let path = gv_path(&group, &version);
+                paths.insert(path.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}));
+            }
+        }
+        json!({"paths": paths})
+    }
+}
+
+fn gvk(resource: &ResourceDef) -> Value {
+    json!({"group": resource.group, "version": resource.version, "kind": resource.kind})
+}
+
+fn query_parameter(name: &str, description: &str) -> Value {
+    json!({"name": name, "in": "query", "description": description, "schema": {"type": "string", "uniqueItems": true}})
+}
+
+fn operation(resource: &ResourceDef, action: &str, list: bool, body: Option<Vec<&str>>) -> Value {
+    let reference = json!({"$ref": format!("#/components/schemas/{}", component_name(resource))});
+    let mut op = json!({
+        "description": format!("{action} {}", resource.kind),
+        "operationId": format!("{action}{}{}", resource.kind, if list { "List" } else { "" }),
+        "x-kubernetes-action": action,
+        "x-kubernetes-group-version-kind": gvk(resource),
+        "parameters": [
+            query_parameter("dryRun", "When present, indicates that modifications should not be persisted."),
+            query_parameter("fieldManager", "A name associated with the actor or entity that is making these changes."),
+            query_parameter("fieldValidation", "How the server handles unknown and duplicate fields: Ignore, Warn or Strict."),
+        ],
+        "responses": {"200": {"description": "OK", "content": {"application/json": {"schema": reference}}}},
+    });
+    if let Some(types) = body {
+        let content: Map<String, Value> = types.into_iter().map(|t| (t.to_string(), json!({"schema": reference}))).collect();
+        op["requestBody"] = json!({"content": content, "required": true});
+    }
+    op
+}
+
+/// The paths of one resource: its collection (namespaced and cluster-wide) and its items.
+fn paths(resource: &ResourceDef, out: &mut Map<String, Value>) {
+    let base = if resource.group.is_empty() { format!("/api/{}", resource.version) } else { format!("/apis/{}/{}", resource.group, resource.version) };
+    let collection = if resource.namespaced {
+        format!("{base}/namespaces/{{namespace}}/{}", resource.plural)
+    } else {
+        format!("{base}/{}", resource.plural)
+    };
+    let mut patch_types = vec!["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
+    if resource.crd.is_none() {
+        patch_types.push("application/strategic-merge-patch+json");
+    }
+    out.insert(
+        collection.clone(),
+        json!({
+            "get": operation(resource, "list", true, None),
+            "post": operation(resource, "post", false, Some(vec!["application/json"])),
+        }),
+    );
+    out.insert(
+        format!("{collection}/{{name}}"),
+        json!({
+            "get": operation(resource, "get", false, None),
+            "put": operation(resource, "put", false, Some(vec!["application/json"])),
+            "patch": operation(resource, "patch", false, Some(patch_types.clone())),
+            "delete": operation(resource, "delete", false, None),
+        }),
+    );
+    for sub in &resource.subresources {
+        out.insert(
+            format!("{collection}/{{name}}/{sub}"),
+            json!({
+                "get": operation(resource, "get", false, None),
+                "put": operation(resource, "put", false, Some(vec!["application/json"])),
+                "patch": operation(resource, "patch", false, Some(patch_types.clone())),
+            }),
+        );
+    }
+}
+
+/// The schema of a kind, with apiVersion, kind and the full ObjectMeta.
+fn kind_schema(resource: &ResourceDef) -> Value {
+    let mut schema = match &resource.schema {
+        Some(schema) => (**schema).clone(),
+        None => builtin::schema(&resource.group, &resource.kind),
+    };
+    if !schema.is_object() {
+        schema = json!({"type": "object"});
+    }
+    schema["type"] = json!("object");
+    let properties = schema
+        .as_object_mut()
+        .map(|o| o.entry("properties").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut);
+    if let Some(properties) = properties {
+        properties.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}));
+        properties.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
+        properties.insert("metadata".into(), json!({"allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}], "default": {}, "description": "Standard object's metadata."}));
+    }
+    schema["x-kubernetes-group-version-kind"] = json!([gvk(resource)]);
+    schema
+}
+
+fn build(resources: &[Arc<ResourceDef>]) -> Value {
+    let mut path_map = Map::new();
+    let mut components = builtin::meta_components();
+    for resource in resources {
+        paths(resource, &mut path_map);
+        components.insert(component_name(resource), kind_schema(resource));
+    }
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": "v1.32.0"},
+        "paths": path_map,
+        "components": {"schemas": components},
+    })
+}
