@@ -7,6 +7,7 @@
 //! - [`status`]: Kubernetes `Status` errors.
 
 pub mod cache;
+pub mod convert;
 pub mod crd;
 pub mod http;
 pub mod jsonpath;

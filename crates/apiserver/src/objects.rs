@@ -29,19 +29,6 @@ pub fn to_store(object: &Value) -> Bytes {
     Bytes::from(object.to_string())
 }
 
-/// Whether `object` must be converted to be shown as `resource` (another version of a custom
-/// resource: with conversion `None`, only `apiVersion` changes).
-pub fn needs_conversion(resource: &crate::registry::ResourceDef, object: &Value) -> bool {
-    resource.crd.is_some() && object.get("apiVersion").and_then(Value::as_str) != Some(resource.api_version().as_str())
-}
-
-/// Shows `object` in the requested version of its resource.
-pub fn present(resource: &crate::registry::ResourceDef, object: &mut Value) {
-    if needs_conversion(resource, object) {
-        object["apiVersion"] = Value::String(resource.api_version());
-    }
-}
-
 /// Sets `metadata.resourceVersion`.
 pub fn set_resource_version(object: &mut Value, revision: u64) {
     if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {

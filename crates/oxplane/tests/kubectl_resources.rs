@@ -149,3 +149,22 @@ fn apply_twice_with_default_validation_and_explain() {
     let explain = server.kubectl(&["explain", "widgets"]);
     assert!(explain.contains("KIND:       Widget") && explain.contains("GROUP:      example.com"), "{explain}");
 }
+
+#[test]
+fn describe_shows_events_written_through_events_k8s_io() {
+    let server = Server::start();
+    server.kubectl_stdin(&["create", "--validate=false", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"subject"}}"#);
+    let uid = server.kubectl(&["get", "cm", "subject", "-o", "jsonpath={.metadata.uid}"]);
+    let event = format!(
+        r#"{{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{{"name":"subject.1"}},
+            "eventTime":"2026-01-01T00:00:00.000000Z","reportingController":"oxplane-test","reportingInstance":"one",
+            "action":"Reconcile","reason":"Reconciled","note":"everything converged","type":"Normal",
+            "regarding":{{"apiVersion":"v1","kind":"ConfigMap","name":"subject","namespace":"default","uid":"{uid}"}}}}"#
+    );
+    server.kubectl_stdin(&["create", "--validate=false", "-f", "-"], &event);
+    let described = server.kubectl(&["describe", "cm", "subject"]);
+    assert!(described.contains("Events:"), "{described}");
+    assert!(described.contains("Reconciled") && described.contains("everything converged"), "{described}");
+    let events = server.kubectl(&["get", "events"]);
+    assert!(events.contains("configmap/subject") && events.contains("Reconciled"), "{events}");
+}

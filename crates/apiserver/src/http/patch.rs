@@ -109,7 +109,11 @@ pub async fn patch(
             return Err(ApiError::not_found(&resource.group, &resource.plural, name));
         };
         let old = objects::from_store(&kv)?;
-        let patched = apply(resource, patch_type, &old, body)?;
+        // The patch is written against the client's view of the object.
+        let mut view = old.clone();
+        crate::convert::present(resource, &mut view);
+        let mut patched = apply(resource, patch_type, &view, body)?;
+        crate::convert::to_storage(resource, &mut patched);
         if !patched.is_object() {
             return Err(ApiError::bad_request("the patched object is not a JSON object"));
         }
@@ -134,6 +138,7 @@ pub async fn patch(
                 if resource.crd.is_none() && resource.kind == "CustomResourceDefinition" && subresource.is_none() {
                     object = super::crds::establish(state, object).await?;
                 }
+                crate::convert::present(resource, &mut object);
                 return Ok(Json(object).into_response());
             }
             WriteResult::Rejected { .. } if pinned.is_some() => {

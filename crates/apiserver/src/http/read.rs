@@ -55,7 +55,7 @@ pub async fn get(state: &AppState, resource: &ResourceDef, key: &str, name: &str
     match state.cache.get(key) {
         (Some(object), _) => {
             let mut object = (*object).clone();
-            objects::present(resource, &mut object);
+            crate::convert::present(resource, &mut object);
             Ok(object)
         }
         (None, _) => Err(ApiError::not_found(&resource.group, &resource.plural, name)),
@@ -103,20 +103,23 @@ pub async fn list(
     };
     let mut items = Vec::new();
     let mut continue_token = None;
-    for object in candidates {
-        let key = resource.key(objects::meta_str(&object, "namespace"), objects::meta_str(&object, "name").unwrap_or_default());
-        if after.as_deref().is_some_and(|after| key.as_str() <= after) || !selection.matches(&object) {
+    let mut last_key = String::new();
+    for stored in candidates {
+        let key = resource.key(objects::meta_str(&stored, "namespace"), objects::meta_str(&stored, "name").unwrap_or_default());
+        if after.as_deref().is_some_and(|after| key.as_str() <= after) {
+            continue;
+        }
+        // Selectors see the object as the client does (events.k8s.io field names, say).
+        let mut object = (*stored).clone();
+        crate::convert::present(resource, &mut object);
+        if !selection.matches(&object) {
             continue;
         }
         if query.limit > 0 && items.len() == query.limit {
-            let last: &Value = &items[items.len() - 1];
-            let last_key =
-                resource.key(objects::meta_str(last, "namespace"), objects::meta_str(last, "name").unwrap_or_default());
             continue_token = Some(encode_continue(revision, &last_key));
             break;
         }
-        let mut object = (*object).clone();
-        objects::present(resource, &mut object);
+        last_key = key;
         items.push(object);
     }
     let mut metadata = json!({"resourceVersion": revision.to_string()});

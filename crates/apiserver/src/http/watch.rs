@@ -96,36 +96,40 @@ struct Rendering<'a> {
     first: bool,
 }
 
-/// The object's JSON in the watched version: the shared rendering unless it needs conversion.
-fn object_json(event: &CacheEvent, resource: &ResourceDef) -> Bytes {
-    if crate::objects::needs_conversion(resource, &event.object) {
-        let mut object = (*event.object).clone();
-        crate::objects::present(resource, &mut object);
-        return Bytes::from(object.to_string());
+/// The object as this watcher sees it: shared, or converted to the watched version.
+fn presented(object: &Arc<serde_json::Value>, resource: &ResourceDef) -> Arc<serde_json::Value> {
+    if crate::convert::needs_conversion(resource, object) {
+        let mut converted = (**object).clone();
+        crate::convert::present(resource, &mut converted);
+        return Arc::new(converted);
     }
-    event.object_json()
+    object.clone()
 }
 
 /// The `object` of a watch event line.
-fn payload(event: &CacheEvent, rendering: &mut Rendering<'_>) -> Bytes {
-    let Some(include) = rendering.table else { return object_json(event, rendering.resource) };
-    let mut object = (*event.object).clone();
-    crate::objects::present(rendering.resource, &mut object);
+fn payload(event: &CacheEvent, object: &Arc<serde_json::Value>, rendering: &mut Rendering<'_>) -> Bytes {
+    let Some(include) = rendering.table else {
+        if Arc::ptr_eq(object, &event.object) {
+            return event.object_json();
+        }
+        return Bytes::from(object.to_string());
+    };
     let metadata = json!({"resourceVersion": event.revision.to_string()});
-    let table = crate::table::table(rendering.resource, &[object], metadata, include, rendering.first);
+    let table = crate::table::table(rendering.resource, &[(**object).clone()], metadata, include, rendering.first);
     rendering.first = false;
     Bytes::from(table.to_string())
 }
 
 /// The line for one cache event as this watcher sees it, or `None` if it is not selected.
 fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selection) -> Option<Bytes> {
+    let object = presented(&event.object, rendering.resource);
     if selection.is_everything() {
-        return Some(event_line(event.kind, &payload(event, rendering)));
+        return Some(event_line(event.kind, &payload(event, &object, rendering)));
     }
-    let now = event.kind != EventType::Deleted && selection.matches(&event.object);
+    let now = event.kind != EventType::Deleted && selection.matches(&object);
     let before = match event.kind {
-        EventType::Deleted => selection.matches(&event.object),
-        _ => event.prev.as_deref().is_some_and(|prev| selection.matches(prev)),
+        EventType::Deleted => selection.matches(&object),
+        _ => event.prev.as_ref().is_some_and(|prev| selection.matches(&presented(prev, rendering.resource))),
     };
     let kind = match (before, now) {
         (_, true) if event.kind == EventType::Added || !before => EventType::Added,
@@ -133,7 +137,7 @@ fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selecti
         (true, false) => EventType::Deleted,
         _ => return None,
     };
-    Some(event_line(kind, &payload(event, rendering)))
+    Some(event_line(kind, &payload(event, &object, rendering)))
 }
 
 async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>) {

@@ -110,6 +110,7 @@ async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiErr
 pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<&str>, body: &[u8]) -> Result<Response, ApiError> {
     let mut object = parse_body(body)?;
     check_type(resource, &mut object)?;
+    crate::convert::to_storage(resource, &mut object);
     let name = objects::meta_str(&object, "name").unwrap_or_default().to_string();
     if name.is_empty() {
         let cause = Cause {
@@ -155,6 +156,7 @@ pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<
             if is_crd(resource) {
                 object = super::crds::establish(state, object).await?;
             }
+            crate::convert::present(resource, &mut object);
             Ok((StatusCode::CREATED, Json(object)).into_response())
         }
         WriteResult::Rejected { .. } => Err(ApiError::already_exists(&resource.group, &resource.plural, &name)),
@@ -172,6 +174,7 @@ pub async fn update(
 ) -> Result<Response, ApiError> {
     let mut incoming = parse_body(body)?;
     check_type(resource, &mut incoming)?;
+    crate::convert::to_storage(resource, &mut incoming);
     if let Some(body_name) = objects::meta_str(&incoming, "name")
         && body_name != name
     {
@@ -216,6 +219,7 @@ pub async fn update(
             if is_crd(resource) && subresource.is_none() {
                 object = super::crds::establish(state, object).await?;
             }
+            crate::convert::present(resource, &mut object);
             Ok(Json(object).into_response())
         }
         WriteResult::Rejected { .. } => Err(ApiError::conflict(&resource.group, &resource.plural, name)),
@@ -297,6 +301,7 @@ pub async fn delete(state: &AppState, resource: &ResourceDef, namespace: Option<
             }
             let mut object = objects::from_store(&kv)?;
             objects::set_resource_version(&mut object, event.revision());
+            crate::convert::present(resource, &mut object);
             return Ok(Json(object).into_response());
         }
     }
