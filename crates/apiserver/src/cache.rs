@@ -308,3 +308,47 @@ async fn follow(cache: std::sync::Weak<WatchCache>, mut after: Revision) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use oxplane_store::memory::MemoryStore;
+    use oxplane_store::{Write, WriteResult};
+
+    async fn put(store: &MemoryStore, key: &str, value: serde_json::Value) -> Revision {
+        match store.write(Write::Create { key: key.into(), value: Bytes::from(value.to_string()) }).await.unwrap() {
+            WriteResult::Committed(event) => event.revision(),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn follows_the_store_and_serves_watches_from_a_revision() {
+        let store = MemoryStore::default();
+        put(&store, "/registry/core/configmaps/default/a", serde_json::json!({"metadata": {"name": "a"}})).await;
+        let cache = WatchCache::start(Arc::new(store.clone())).await.unwrap();
+        assert_eq!(cache.revision(), 1);
+        let rev = put(&store, "/registry/core/configmaps/default/b", serde_json::json!({"metadata": {"name": "b"}})).await;
+        cache.sync().await.unwrap();
+        let (items, revision) = cache.list("/registry/core/configmaps/");
+        assert_eq!((items.len(), revision), (2, rev));
+        assert_eq!(resource_version(&items[1]), 2);
+        // A watch from revision 1 replays b; from before the window it is Expired.
+        let watch = cache.watch("/registry/", Some(1)).unwrap();
+        assert_eq!(watch.initial.len(), 1);
+        assert_eq!(watch.initial[0].kind, EventType::Added);
+        assert!(matches!(cache.watch("/registry/", Some(0)), Err(CacheError::Expired { oldest: 1, .. })));
+        // Without a revision, a watch starts with every object as ADDED.
+        assert_eq!(cache.watch("/registry/", None).unwrap().initial.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_future_revision_times_out_as_too_large() {
+        let cache = WatchCache::start(Arc::new(MemoryStore::default())).await.unwrap();
+        let started = std::time::Instant::now();
+        let result = cache.wait_for(50, Duration::from_millis(200)).await;
+        assert!(matches!(result, Err(CacheError::TooLarge { requested: 50, current: 0 })), "{result:?}");
+        assert!(started.elapsed() >= Duration::from_millis(200));
+    }
+}

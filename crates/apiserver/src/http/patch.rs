@@ -102,6 +102,7 @@ pub async fn patch(
     subresource: Option<&str>,
     patch_type: PatchType,
     body: &[u8],
+    options: super::write::WriteOptions,
 ) -> Result<Response, ApiError> {
     let key = resource.key(namespace, name);
     for _ in 0..RETRIES {
@@ -131,6 +132,10 @@ pub async fn patch(
         let mut object = merge_for_update(resource, &old, patched, subresource)?;
         super::write::normalize(resource, &mut object)?;
         super::write::validate(resource, &object, name)?;
+        if options.dry_run {
+            crate::convert::present(resource, &mut object);
+            return Ok(Json(object).into_response());
+        }
         let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected: kv.mod_revision };
         match state.store.write(write).await.map_err(store_error)? {
             WriteResult::Committed(event) => {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
@@ -37,8 +38,12 @@ pub(super) async fn core(
     headers: HeaderMap,
     Path((version, rest)): Path<(String, String)>,
     RawQuery(raw_query): RawQuery,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body_or_error(body) {
+        Ok(body) => body,
+        Err(error) => return error.into_response(),
+    };
     let request = Request { method, headers, raw_query, body };
     dispatch(&state, request, "", &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
 }
@@ -49,10 +54,28 @@ pub(super) async fn grouped(
     headers: HeaderMap,
     Path((group, version, rest)): Path<(String, String, String)>,
     RawQuery(raw_query): RawQuery,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    let body = match body_or_error(body) {
+        Ok(body) => body,
+        Err(error) => return error.into_response(),
+    };
     let request = Request { method, headers, raw_query, body };
     dispatch(&state, request, &group, &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// The request body, or the Status for a body that could not be read (413 past the limit).
+fn body_or_error(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                Reason::RequestEntityTooLarge,
+                format!("Request entity too large: limit is {}", super::MAX_BODY),
+            )
+        } else {
+            ApiError::bad_request(format!("the request body could not be read: {rejection}"))
+        }
+    })
 }
 
 fn unknown() -> ApiError {
@@ -180,6 +203,7 @@ async fn dispatch(
     let Request { method, headers, raw_query, body } = request;
     let target = parse(state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref())?;
+    let options = write::WriteOptions::from_query(query.dry_run.as_deref())?;
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method, target.name.as_deref()) {
@@ -229,17 +253,25 @@ async fn dispatch(
         }
         (Method::POST, None) => {
             require_json_body(&headers)?;
-            write::create(state, r, ns, &body).await
+            write::create(state, r, ns, &body, options).await
         }
         (Method::PUT, Some(name)) => {
             require_json_body(&headers)?;
-            write::update(state, r, ns, name, target.subresource.as_deref(), &body).await
+            write::update(state, r, ns, name, target.subresource.as_deref(), &body, options).await
         }
         (Method::PATCH, Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type(&headers).as_deref())?;
-            patch::patch(state, r, ns, name, target.subresource.as_deref(), patch_type, &body).await
+            patch::patch(state, r, ns, name, target.subresource.as_deref(), patch_type, &body, options).await
         }
-        (Method::DELETE, Some(name)) => write::delete(state, r, ns, name).await,
+        (Method::DELETE, Some(name)) => write::delete(state, r, ns, name, options).await,
+        (Method::DELETE, None) => {
+            let prefix = match ns {
+                Some(ns) => r.namespace_prefix(ns),
+                None => r.prefix(),
+            };
+            let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
+            write::delete_collection(state, r, &prefix, &selection, options).await
+        }
         (method, _) => Err(ApiError::new(
             Reason::MethodNotAllowed,
             format!("{method} is not supported on this resource yet"),

@@ -106,12 +106,55 @@ async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiErr
     Ok(())
 }
 
+/// Options every write verb takes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// `dryRun=All`: do everything but store.
+    pub dry_run: bool,
+}
+
+impl WriteOptions {
+    /// From the `dryRun` query parameter.
+    pub fn from_query(dry_run: Option<&str>) -> Result<Self, ApiError> {
+        match dry_run {
+            None | Some("") => Ok(WriteOptions { dry_run: false }),
+            Some("All") => Ok(WriteOptions { dry_run: true }),
+            Some(other) => Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\""))),
+        }
+    }
+}
+
+/// Characters of generated name suffixes (no vowels, no look-alikes), as Kubernetes uses.
+const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+/// `generateName` plus five random characters.
+fn generated_name(prefix: &str) -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    let suffix: String = (0..5).map(|_| SUFFIX_ALPHABET[rng.random_range(0..SUFFIX_ALPHABET.len())] as char).collect();
+    format!("{prefix}{suffix}")
+}
+
 /// POST: create an object.
-pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<&str>, body: &[u8]) -> Result<Response, ApiError> {
+pub async fn create(
+    state: &AppState,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
+    body: &[u8],
+    options: WriteOptions,
+) -> Result<Response, ApiError> {
     let mut object = parse_body(body)?;
     check_type(resource, &mut object)?;
     crate::convert::to_storage(resource, &mut object);
-    let name = objects::meta_str(&object, "name").unwrap_or_default().to_string();
+    let generate = objects::meta_str(&object, "generateName").filter(|g| !g.is_empty()).map(String::from);
+    let explicit = objects::meta_str(&object, "name").unwrap_or_default().to_string();
+    let mut name = explicit.clone();
+    if name.is_empty()
+        && let Some(prefix) = &generate
+    {
+        name = generated_name(prefix);
+        objects::metadata_mut(&mut object)?.insert("name".into(), json!(name));
+    }
     if name.is_empty() {
         let cause = Cause {
             reason: "FieldValueRequired".into(),
@@ -149,8 +192,28 @@ pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<
             object["spec"] = json!({"finalizers": ["kubernetes"]});
         }
     }
-    let key = resource.key(namespace, &name);
-    match state.store.write(Write::Create { key, value: objects::to_store(&object) }).await.map_err(store_error)? {
+    if options.dry_run {
+        crate::convert::present(resource, &mut object);
+        return Ok((StatusCode::CREATED, Json(object)).into_response());
+    }
+    // A generated name may collide: pick another a few times, as Kubernetes does.
+    let mut attempts = if explicit.is_empty() && generate.is_some() { 8 } else { 1 };
+    loop {
+        attempts -= 1;
+        let key = resource.key(namespace, &name);
+        match state.store.write(Write::Create { key, value: objects::to_store(&object) }).await.map_err(store_error)? {
+            WriteResult::Rejected { .. } if attempts > 0 => {
+                name = generated_name(generate.as_deref().unwrap_or_default());
+                objects::metadata_mut(&mut object)?.insert("name".into(), json!(name));
+            }
+            result => break created(state, resource, object, result, &name).await,
+        }
+    }
+}
+
+/// The answer to a create, once the store has spoken.
+async fn created(state: &AppState, resource: &ResourceDef, mut object: Value, result: WriteResult, name: &str) -> Result<Response, ApiError> {
+    match result {
         WriteResult::Committed(event) => {
             objects::set_resource_version(&mut object, event.revision());
             if is_crd(resource) {
@@ -159,7 +222,7 @@ pub async fn create(state: &AppState, resource: &ResourceDef, namespace: Option<
             crate::convert::present(resource, &mut object);
             Ok((StatusCode::CREATED, Json(object)).into_response())
         }
-        WriteResult::Rejected { .. } => Err(ApiError::already_exists(&resource.group, &resource.plural, &name)),
+        WriteResult::Rejected { .. } => Err(ApiError::already_exists(&resource.group, &resource.plural, name)),
     }
 }
 
@@ -171,6 +234,7 @@ pub async fn update(
     name: &str,
     subresource: Option<&str>,
     body: &[u8],
+    options: WriteOptions,
 ) -> Result<Response, ApiError> {
     let mut incoming = parse_body(body)?;
     check_type(resource, &mut incoming)?;
@@ -212,6 +276,10 @@ pub async fn update(
     let mut object = merge_for_update(resource, &old, incoming, subresource)?;
     normalize(resource, &mut object)?;
     validate(resource, &object, name)?;
+    if options.dry_run {
+        crate::convert::present(resource, &mut object);
+        return Ok(Json(object).into_response());
+    }
     let write = Write::Update { key, value: objects::to_store(&object), expected };
     match state.store.write(write).await.map_err(store_error)? {
         WriteResult::Committed(event) => {
@@ -287,22 +355,75 @@ pub fn merge_for_update(resource: &ResourceDef, old: &Value, incoming: Value, su
     Ok(object)
 }
 
-/// DELETE: remove an object, answering with it as it was.
-pub async fn delete(state: &AppState, resource: &ResourceDef, namespace: Option<&str>, name: &str) -> Result<Response, ApiError> {
+/// DELETE: remove an object. Like most Kubernetes kinds, the answer is a `Status` naming it.
+pub async fn delete(
+    state: &AppState,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
+    name: &str,
+    options: WriteOptions,
+) -> Result<Response, ApiError> {
     let key = resource.key(namespace, name);
     loop {
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
             return Err(ApiError::not_found(&resource.group, &resource.plural, name));
         };
-        let write = Write::Delete { key: key.clone(), expected: kv.mod_revision };
-        if let WriteResult::Committed(event) = state.store.write(write).await.map_err(store_error)? {
+        let object = objects::from_store(&kv)?;
+        if !options.dry_run {
+            let write = Write::Delete { key: key.clone(), expected: kv.mod_revision };
+            if let WriteResult::Rejected { .. } = state.store.write(write).await.map_err(store_error)? {
+                continue;
+            }
             if is_crd(resource) {
                 state.registry.remove_custom(name);
             }
-            let mut object = objects::from_store(&kv)?;
-            objects::set_resource_version(&mut object, event.revision());
-            crate::convert::present(resource, &mut object);
-            return Ok(Json(object).into_response());
+        }
+        return Ok(Json(deleted_status(resource, name, &object)).into_response());
+    }
+}
+
+/// The `Status` answering a completed deletion.
+pub fn deleted_status(resource: &ResourceDef, name: &str, object: &Value) -> Value {
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": {"name": name, "group": resource.group, "kind": resource.plural, "uid": object["metadata"]["uid"]},
+    })
+}
+
+/// DELETE on a collection: deletes every selected object, answering with the list deleted.
+pub async fn delete_collection(
+    state: &AppState,
+    resource: &ResourceDef,
+    prefix: &str,
+    selection: &super::select::Selection,
+    options: WriteOptions,
+) -> Result<Response, ApiError> {
+    super::read::ensure_fresh(state, None).await?;
+    let (stored, _) = state.cache.list(prefix);
+    let mut deleted = Vec::new();
+    for object in stored {
+        let mut view = (*object).clone();
+        crate::convert::present(resource, &mut view);
+        if !selection.matches(&view) {
+            continue;
+        }
+        let name = objects::meta_str(&object, "name").unwrap_or_default().to_string();
+        let namespace = objects::meta_str(&object, "namespace").map(String::from);
+        match delete(state, resource, namespace.as_deref(), &name, options).await {
+            Ok(_) => deleted.push(view),
+            // Gone meanwhile: someone else deleted it.
+            Err(error) if error.reason == Reason::NotFound => {}
+            Err(error) => return Err(error),
         }
     }
+    Ok(Json(json!({
+        "kind": format!("{}List", resource.kind),
+        "apiVersion": resource.api_version(),
+        "metadata": {},
+        "items": deleted,
+    }))
+    .into_response())
 }
