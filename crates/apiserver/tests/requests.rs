@@ -35,7 +35,9 @@ async fn failures_are_statuses_with_the_right_code_and_reason() {
     let server = TestServer::start().await;
     let client = server.client().await;
     let json_ct = Some("application/json");
-    let cases: Vec<(Method, String, Option<&str>, Vec<u8>, u16, &str)> = vec![
+    // (method, uri, content type, body, expected code, expected reason)
+    type Case<'a> = (Method, String, Option<&'a str>, Vec<u8>, u16, &'a str);
+    let cases: Vec<Case> = vec![
         (Method::POST, CMS.into(), json_ct, b"{not json".to_vec(), 400, "BadRequest"),
         (Method::POST, CMS.into(), json_ct, b"[1,2]".to_vec(), 400, "BadRequest"),
         (Method::POST, CMS.into(), json_ct, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}})).unwrap(), 400, "BadRequest"),

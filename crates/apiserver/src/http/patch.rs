@@ -96,14 +96,12 @@ fn apply(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &
 /// PATCH an object (or its status).
 pub async fn patch(
     state: &AppState,
-    resource: &ResourceDef,
-    namespace: Option<&str>,
-    name: &str,
-    subresource: Option<&str>,
+    target: &super::write::ObjectTarget<'_>,
     patch_type: PatchType,
     body: &[u8],
     options: super::write::WriteOptions,
 ) -> Result<Response, ApiError> {
+    let super::write::ObjectTarget { resource, namespace, name, subresource } = *target;
     let key = resource.key(namespace, name);
     for _ in 0..RETRIES {
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {

@@ -261,7 +261,8 @@ async fn dispatch(
         }
         (Method::PATCH, Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type(&headers).as_deref())?;
-            patch::patch(state, r, ns, name, target.subresource.as_deref(), patch_type, &body, options).await
+            let object = write::ObjectTarget { resource: r, namespace: ns, name, subresource: target.subresource.as_deref() };
+            patch::patch(state, &object, patch_type, &body, options).await
         }
         (Method::DELETE, Some(name)) => write::delete(state, r, ns, name, options).await,
         (Method::DELETE, None) => {

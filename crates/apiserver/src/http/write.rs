@@ -124,6 +124,19 @@ impl WriteOptions {
     }
 }
 
+/// One object (or one of its subresources) that a request addresses.
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectTarget<'a> {
+    /// Its resource.
+    pub resource: &'a ResourceDef,
+    /// Its namespace, for namespaced resources.
+    pub namespace: Option<&'a str>,
+    /// Its name.
+    pub name: &'a str,
+    /// The subresource addressed, if any.
+    pub subresource: Option<&'a str>,
+}
+
 /// Characters of generated name suffixes (no vowels, no look-alikes), as Kubernetes uses.
 const SUFFIX_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
