@@ -49,3 +49,24 @@ fn bench_store_prints_one_json_object_with_the_named_figures() {
     // The temporary databases are cleaned up.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn bench_api_prints_the_named_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = oxplane()
+        .args(["bench", "api", "--json", "--seconds", "0.2", "--list-objects", "50", "--crds", "10", "--watchers", "5", "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["bench"], "api");
+    let figures = report["figures"].as_array().unwrap();
+    for name in [
+        "http_creates_per_s_c1", "http_creates_per_s_c32", "store_writes_per_s_c32", "list_10k_ms",
+        "watch_fanout_p99_ms", "crd_1000_rss_mb", "crd_1000_establish_s", "discovery_cold_s",
+    ] {
+        let figure = figures.iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("missing {name}"));
+        assert!(figure["value"].as_f64().unwrap() > 0.0, "{name} must be measured");
+    }
+}

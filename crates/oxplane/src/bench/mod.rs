@@ -1,6 +1,7 @@
 //! `oxplane bench`: benchmarks that print their figures, each beside a baseline measured in
 //! the same run, so a ratio can be read without trusting the machine's absolute speed.
 
+mod api;
 mod store;
 
 use std::time::Duration;
@@ -13,12 +14,15 @@ use serde::Serialize;
 pub enum Which {
     /// The durable store: group-committed writes against plain SQLite, range and watch.
     Store(store::Args),
+    /// The API server over HTTPS beside the raw store, watch fan-out, and CRD scale.
+    Api(api::Args),
 }
 
 /// Runs one benchmark.
 pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Store(args) => store::run(args),
+        Which::Api(args) => api::run(args),
     }
 }
 

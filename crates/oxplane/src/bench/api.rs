@@ -1,0 +1,335 @@
+//! `oxplane bench api`: the API server measured from outside, through HTTPS with kube-rs, beside
+//! the raw store in the same run: creates per second (1 and 32 clients), LIST of 10,000
+//! objects, watch fan-out latency (one write, 100 watchers), and CRD scale (1,000 CRDs with
+//! 50-property schemas: server RSS, time to establish, cold `kubectl api-resources`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
+use oxplane_store::{CompactionPolicy, Store, Write};
+use serde_json::json;
+
+use super::{Latencies, Report};
+
+/// Flags of `oxplane bench api`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// How long each create phase runs, in seconds.
+    #[arg(long, default_value_t = 3.0)]
+    seconds: f64,
+    /// Objects in the LIST measurement.
+    #[arg(long, default_value_t = 10_000)]
+    list_objects: usize,
+    /// CRDs in the CRD-scale measurement.
+    #[arg(long, default_value_t = 1_000)]
+    crds: usize,
+    /// Watchers in the fan-out measurement.
+    #[arg(long, default_value_t = 100)]
+    watchers: usize,
+    /// Where to put the benchmark's data (a temporary directory inside it is removed
+    /// afterwards). Defaults to the system's temporary directory.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+/// An `oxplane up` child process.
+struct ServerProcess {
+    child: Child,
+    dir: PathBuf,
+}
+
+impl ServerProcess {
+    fn start(dir: &Path) -> anyhow::Result<ServerProcess> {
+        let exe = std::env::current_exe()?;
+        let child = Command::new(exe)
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .context("starting oxplane up")?;
+        let server = ServerProcess { child, dir: dir.to_path_buf() };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !dir.join("kubeconfig").exists() {
+            if Instant::now() > deadline {
+                bail!("the server did not start");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(server)
+    }
+
+    async fn client(&self) -> anyhow::Result<kube::Client> {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.dir.join("kubeconfig"))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
+    /// Resident memory of the server process, in MiB.
+    fn rss_mb(&self) -> anyhow::Result<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
+        let kb: f64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .context("VmRSS not found")?;
+        Ok(kb / 1024.0)
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+    }
+}
+
+fn config_map(name: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_string());
+    cm.data = Some([("payload".to_string(), "x".repeat(1024))].into());
+    cm
+}
+
+/// Runs the benchmark.
+pub fn run(args: Args) -> anyhow::Result<()> {
+    let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let tmp = tempfile::Builder::new().prefix("oxplane-bench-api-").tempdir_in(&base)?;
+    let phase = Duration::from_secs_f64(args.seconds);
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mut report = Report::new("api");
+    runtime.block_on(async {
+        let store_rate = raw_store_writes(&tmp.path().join("raw"), 32, phase).await?;
+
+        let server = ServerProcess::start(&tmp.path().join("server"))?;
+        let client = server.client().await?;
+        let c1 = http_creates(&client, "c1", 1, phase).await?;
+        let c32 = http_creates(&client, "c32", 32, phase).await?;
+        report.add("http_creates_per_s_c1", c1, "creates/s");
+        report.add("http_creates_per_s_c32", c32, "creates/s");
+        report.add("store_writes_per_s_c32", store_rate, "writes/s");
+        report.add("http_to_store_ratio_c32", c32 / store_rate.max(f64::MIN_POSITIVE), "x");
+
+        let list_ms = list_objects(&client, args.list_objects).await?;
+        report.add("list_10k_ms", list_ms, "ms");
+
+        let (p50, p99) = watch_fanout(&client, args.watchers).await?;
+        report.add("watch_fanout_p50_ms", p50, "ms");
+        report.add("watch_fanout_p99_ms", p99, "ms");
+        drop(client);
+        drop(server);
+
+        let crd_server = ServerProcess::start(&tmp.path().join("crds"))?;
+        let crd_client = crd_server.client().await?;
+        let rss_before = crd_server.rss_mb()?;
+        let establish_s = create_crds(&crd_client, args.crds).await?;
+        let rss_after = crd_server.rss_mb()?;
+        report.add("crd_1000_establish_s", establish_s, "s");
+        report.add("crd_1000_rss_mb", rss_after, "MiB");
+        report.add("crd_rss_per_crd_kb", (rss_after - rss_before) * 1024.0 / args.crds.max(1) as f64, "KiB");
+        report.add("discovery_cold_s", cold_discovery(&crd_server.dir)?, "s");
+        anyhow::Ok(())
+    })?;
+    report.print(args.json)
+}
+
+/// Durable store writes per second with `writers` concurrent writers of 1 KiB values.
+async fn raw_store_writes(dir: &Path, writers: usize, phase: Duration) -> anyhow::Result<f64> {
+    let options = SqliteOptions { compaction: CompactionPolicy::disabled(), ..SqliteOptions::default() };
+    let store = Arc::new(SqliteStore::open(dir, options)?);
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for w in 0..writers {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < phase {
+                let value = Bytes::from(vec![b'x'; 1024]);
+                store.write(Write::Create { key: format!("/raw/{w}/{n}"), value }).await?;
+                n += 1;
+            }
+            anyhow::Ok(n)
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+/// ConfigMap creates per second through HTTPS with `clients` concurrent clients.
+async fn http_creates(client: &kube::Client, tag: &str, clients: usize, phase: Duration) -> anyhow::Result<f64> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..clients {
+        let api = api.clone();
+        let tag = tag.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut n = 0u64;
+            while start.elapsed() < phase {
+                api.create(&PostParams::default(), &config_map(&format!("create-{tag}-{c}-{n}"))).await?;
+                n += 1;
+            }
+            anyhow::Ok(n)
+        }));
+    }
+    let mut total = 0;
+    for task in tasks {
+        total += task.await??;
+    }
+    Ok(total as f64 / start.elapsed().as_secs_f64())
+}
+
+/// Creates `count` ConfigMaps in a fresh namespace, then times a LIST of all of them.
+async fn list_objects(client: &kube::Client, count: usize) -> anyhow::Result<f64> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
+    let mut ns = k8s_openapi::api::core::v1::Namespace::default();
+    ns.metadata.name = Some("bench-list".into());
+    namespaces.create(&PostParams::default(), &ns).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-list");
+    let mut tasks = Vec::new();
+    for c in 0..32 {
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..count).step_by(32) {
+                api.create(&PostParams::default(), &config_map(&format!("item-{i:05}"))).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = Instant::now();
+        let list = api.list(&ListParams::default()).await?;
+        times.push(t.elapsed());
+        anyhow::ensure!(list.items.len() == count, "listed {} of {count}", list.items.len());
+    }
+    Ok(Latencies::new(times).percentile_ms(50.0))
+}
+
+/// Latency from a write to its delivery on each of `watchers` watches, over 20 writes.
+async fn watch_fanout(client: &kube::Client, watchers: usize) -> anyhow::Result<(f64, f64)> {
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let target = "fanout";
+    api.create(&PostParams::default(), &config_map(target)).await?;
+    let rv = api.get(target).await?.metadata.resource_version.unwrap_or_default();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
+    let mut streams = Vec::new();
+    for _ in 0..watchers {
+        let api = api.clone();
+        let tx = tx.clone();
+        let rv = rv.clone();
+        streams.push(tokio::spawn(async move {
+            let params = WatchParams::default().fields(&format!("metadata.name={target}")).timeout(290);
+            let mut stream = api.watch(&params, &rv).await?.boxed();
+            while let Some(event) = stream.next().await {
+                if let WatchEvent::Modified(cm) = event? {
+                    let round = cm.metadata.annotations.and_then(|a| a.get("round").cloned()).unwrap_or_default();
+                    if tx.send((round, Instant::now())).is_err() {
+                        break;
+                    }
+                }
+            }
+            anyhow::Ok(())
+        }));
+    }
+    drop(tx);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut latencies = Vec::new();
+    for round in 0..20 {
+        let patch = json!({"metadata": {"annotations": {"round": round.to_string()}}});
+        let sent = Instant::now();
+        api.patch(target, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+        let mut delivered = 0;
+        while delivered < watchers {
+            let (got, at) = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+                .await
+                .context("watch delivery timed out")?
+                .context("watchers ended")?;
+            if got == round.to_string() {
+                latencies.push(at.duration_since(sent));
+                delivered += 1;
+            }
+        }
+    }
+    for stream in streams {
+        stream.abort();
+    }
+    let latencies = Latencies::new(latencies);
+    Ok((latencies.percentile_ms(50.0), latencies.percentile_ms(99.0)))
+}
+
+/// A CRD with a 50-property spec schema.
+fn wide_crd(i: usize) -> anyhow::Result<CustomResourceDefinition> {
+    let properties: serde_json::Map<String, serde_json::Value> = (0..50)
+        .map(|p| (format!("field{p}"), json!({"type": "string", "description": format!("Field number {p}.")})))
+        .collect();
+    Ok(serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("things{i}.bench{i}.example.com")},
+        "spec": {"group": format!("bench{i}.example.com"), "scope": "Cluster",
+                 "names": {"plural": format!("things{i}"), "kind": format!("Thing{i}")},
+                 "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+                   "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                       "spec": {"type": "object", "properties": properties},
+                       "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}
+    }))?)
+}
+
+/// Seconds to create and establish `count` CRDs (8 clients).
+async fn create_crds(client: &kube::Client, count: usize) -> anyhow::Result<f64> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for c in 0..8 {
+        let api = api.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (c..count).step_by(8) {
+                let created = api.create(&PostParams::default(), &wide_crd(i)?).await?;
+                let established = created
+                    .status
+                    .and_then(|s| s.conditions)
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+                anyhow::ensure!(established, "CRD {i} was not established");
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(start.elapsed().as_secs_f64())
+}
+
+/// Seconds for `kubectl api-resources` with an empty discovery cache.
+fn cold_discovery(server_dir: &Path) -> anyhow::Result<f64> {
+    let home = tempfile::tempdir()?;
+    let start = Instant::now();
+    let out = Command::new("kubectl")
+        .arg("api-resources")
+        .env("KUBECONFIG", server_dir.join("kubeconfig"))
+        .env("HOME", home.path())
+        .output()
+        .context("running kubectl (needed for discovery_cold_s)")?;
+    let elapsed = start.elapsed().as_secs_f64();
+    anyhow::ensure!(out.status.success(), "kubectl api-resources failed: {}", String::from_utf8_lossy(&out.stderr));
+    Ok(elapsed)
+}
