@@ -81,6 +81,20 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
         }
         seen.push(name);
     }
+    for (i, version) in versions.iter().enumerate() {
+        let schema = &version["schema"]["openAPIV3Schema"];
+        let field = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        if !schema.is_object() {
+            causes.push(cause(&field, "FieldValueRequired", "Required value: schemas are required"));
+            continue;
+        }
+        for problem in crate::schema::validate_structural(schema) {
+            causes.push(cause(&field, "FieldValueInvalid", problem));
+        }
+        if let Err(error) = crate::schema::Schema::compile(schema) {
+            causes.push(cause(&field, "FieldValueInvalid", error.to_string()));
+        }
+    }
     if !versions.is_empty() && !versions.iter().any(|v| v["served"].as_bool() == Some(true)) {
         causes.push(cause("spec.versions", "FieldValueInvalid", "Invalid value: must have at least one served version"));
     }
@@ -128,6 +142,10 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                 crd: Some(objects::meta_str(crd, "name").unwrap_or_default().to_string()),
                 columns: crate::table::crd_columns(v),
                 schema: v["schema"]["openAPIV3Schema"].is_object().then(|| std::sync::Arc::new(v["schema"]["openAPIV3Schema"].clone())),
+                validation: crate::schema::Schema::compile(&v["schema"]["openAPIV3Schema"])
+                    .ok()
+                    .filter(|_| v["schema"]["openAPIV3Schema"].is_object())
+                    .map(|schema| crate::registry::CompiledSchema(std::sync::Arc::new(schema))),
             }
         })
         .collect()
@@ -181,6 +199,10 @@ pub fn accepted_status(crd: &Value, names_conflict: Option<String>) -> Value {
 mod tests {
     use super::*;
 
+    fn open() -> Value {
+        json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}})
+    }
+
     fn widget_crd() -> Value {
         json!({
             "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -188,9 +210,9 @@ mod tests {
             "spec": {"group": "example.com", "scope": "Namespaced",
                      "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
                      "versions": [
-                        {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
-                        {"name": "v1beta1", "served": true, "storage": false},
-                        {"name": "v1alpha1", "served": false, "storage": false}]}
+                        {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}, "schema": open()},
+                        {"name": "v1beta1", "served": true, "storage": false, "schema": open()},
+                        {"name": "v1alpha1", "served": false, "storage": false, "schema": open()}]}
         })
     }
 
@@ -220,6 +242,13 @@ mod tests {
         crd["spec"]["scope"] = json!("Galaxy");
         let fields: Vec<String> = validate(&crd).into_iter().map(|c| c.field).collect();
         assert_eq!(fields, ["metadata.name", "spec.scope", "spec.versions"]);
+        let mut crd = widget_crd();
+        crd["spec"]["versions"][0]["schema"] = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"properties": {"a": {"type": "string"}}}}}});
+        let causes = validate(&crd);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "spec.versions[0].schema.openAPIV3Schema");
+        crd["spec"]["versions"][0].as_object_mut().unwrap().remove("schema");
+        assert_eq!(validate(&crd)[0].reason, "FieldValueRequired");
         let mut crd = widget_crd();
         crd["spec"]["group"] = json!("nodot");
         crd["metadata"]["name"] = json!("widgets.nodot");

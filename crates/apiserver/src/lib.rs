@@ -15,6 +15,7 @@ pub mod objects;
 pub mod openapi;
 pub mod patch;
 pub mod registry;
+pub mod schema;
 pub mod selectors;
 pub mod server;
 pub mod status;

@@ -35,7 +35,22 @@ pub struct ResourceDef {
     pub columns: Vec<crate::table::PrinterColumn>,
     /// The CRD version's `openAPIV3Schema` (`None` for built-ins).
     pub schema: Option<Arc<serde_json::Value>>,
+    /// `schema`, compiled for defaulting, pruning and validation.
+    pub validation: Option<CompiledSchema>,
 }
+
+/// A compiled schema. It is derived from [`ResourceDef::schema`], so equality of resources is
+/// decided by that and compiled schemas always compare equal.
+#[derive(Clone, Debug)]
+pub struct CompiledSchema(pub Arc<crate::schema::Schema>);
+
+impl PartialEq for CompiledSchema {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for CompiledSchema {}
 
 impl ResourceDef {
     /// `group/version`, or `version` for core.
@@ -85,6 +100,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         crd: None,
         columns: crate::table::builtin_columns(group, kind),
         schema: None,
+        validation: None,
     }
 }
 

@@ -9,6 +9,7 @@ mod read;
 mod resources;
 pub mod seed;
 mod select;
+mod validation;
 mod watch;
 mod write;
 

@@ -129,10 +129,11 @@ pub async fn patch(
         }
         let mut object = merge_for_update(resource, &old, patched, subresource)?;
         super::write::normalize(resource, &mut object)?;
+        let warnings = super::validation::admit(resource, &mut object, name, options.field_validation, None)?;
         super::write::validate(resource, &object, name)?;
         if options.dry_run {
             crate::convert::present(resource, &mut object);
-            return Ok(Json(object).into_response());
+            return Ok(super::validation::with_warnings(Json(object).into_response(), &warnings));
         }
         let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected: kv.mod_revision };
         match state.store.write(write).await.map_err(store_error)? {
@@ -142,7 +143,7 @@ pub async fn patch(
                     object = super::crds::establish(state, object).await?;
                 }
                 crate::convert::present(resource, &mut object);
-                return Ok(Json(object).into_response());
+                return Ok(super::validation::with_warnings(Json(object).into_response(), &warnings));
             }
             WriteResult::Rejected { .. } if pinned.is_some() => {
                 return Err(ApiError::conflict(&resource.group, &resource.plural, name));

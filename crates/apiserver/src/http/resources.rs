@@ -203,7 +203,7 @@ async fn dispatch(
     let Request { method, headers, raw_query, body } = request;
     let target = parse(state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref())?;
-    let options = write::WriteOptions::from_query(query.dry_run.as_deref())?;
+    let options = write::WriteOptions::from_query(query.dry_run.as_deref(), query.field_validation.as_deref())?;
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method, target.name.as_deref()) {

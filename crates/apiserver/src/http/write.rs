@@ -8,6 +8,7 @@ use oxplane_store::{StoreError, Write, WriteResult};
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::validation::{FieldValidation, admit, with_warnings};
 use crate::objects;
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Cause, Reason};
@@ -111,16 +112,21 @@ async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiErr
 pub struct WriteOptions {
     /// `dryRun=All`: do everything but store.
     pub dry_run: bool,
+    /// What to do about unknown and duplicate fields.
+    pub field_validation: FieldValidation,
 }
 
 impl WriteOptions {
-    /// From the `dryRun` query parameter.
-    pub fn from_query(dry_run: Option<&str>) -> Result<Self, ApiError> {
-        match dry_run {
-            None | Some("") => Ok(WriteOptions { dry_run: false }),
-            Some("All") => Ok(WriteOptions { dry_run: true }),
-            Some(other) => Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\""))),
-        }
+    /// From the `dryRun` and `fieldValidation` query parameters.
+    pub fn from_query(dry_run: Option<&str>, field_validation: Option<&str>) -> Result<Self, ApiError> {
+        let dry_run = match dry_run {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                return Err(ApiError::bad_request(format!("dryRun: Unsupported value: \"{other}\": supported values: \"All\"")));
+            }
+        };
+        Ok(WriteOptions { dry_run, field_validation: FieldValidation::from_query(field_validation)? })
     }
 }
 
@@ -191,6 +197,7 @@ pub async fn create(
         meta.remove("namespace");
     }
     normalize(resource, &mut object)?;
+    let warnings = admit(resource, &mut object, &name, options.field_validation, Some(body))?;
     validate(resource, &object, &name)?;
     objects::stamp_new(&mut object)?;
     // With a status subresource, status is written only through it (and by the server for CRDs).
@@ -207,7 +214,7 @@ pub async fn create(
     }
     if options.dry_run {
         crate::convert::present(resource, &mut object);
-        return Ok((StatusCode::CREATED, Json(object)).into_response());
+        return Ok(with_warnings((StatusCode::CREATED, Json(object)).into_response(), &warnings));
     }
     // A generated name may collide: pick another a few times, as Kubernetes does.
     let mut attempts = if explicit.is_empty() && generate.is_some() { 8 } else { 1 };
@@ -219,7 +226,7 @@ pub async fn create(
                 name = generated_name(generate.as_deref().unwrap_or_default());
                 objects::metadata_mut(&mut object)?.insert("name".into(), json!(name));
             }
-            result => break created(state, resource, object, result, &name).await,
+            result => break created(state, resource, object, result, &name).await.map(|r| with_warnings(r, &warnings)),
         }
     }
 }
@@ -288,10 +295,11 @@ pub async fn update(
     let old = objects::from_store(&current)?;
     let mut object = merge_for_update(resource, &old, incoming, subresource)?;
     normalize(resource, &mut object)?;
+    let warnings = admit(resource, &mut object, name, options.field_validation, Some(body))?;
     validate(resource, &object, name)?;
     if options.dry_run {
         crate::convert::present(resource, &mut object);
-        return Ok(Json(object).into_response());
+        return Ok(with_warnings(Json(object).into_response(), &warnings));
     }
     let write = Write::Update { key, value: objects::to_store(&object), expected };
     match state.store.write(write).await.map_err(store_error)? {
@@ -301,7 +309,7 @@ pub async fn update(
                 object = super::crds::establish(state, object).await?;
             }
             crate::convert::present(resource, &mut object);
-            Ok(Json(object).into_response())
+            Ok(with_warnings(Json(object).into_response(), &warnings))
         }
         WriteResult::Rejected { .. } => Err(ApiError::conflict(&resource.group, &resource.plural, name)),
     }

@@ -1,0 +1,112 @@
+//! Custom resources are defaulted, pruned and validated against their CRD's schema, and
+//! `fieldValidation` decides what unknown or duplicate fields cost.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use http::{Method, Request};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use support::TestServer;
+
+async fn send(client: &kube::Client, method: Method, uri: &str, body: &str) -> (u16, Vec<String>, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("Content-Type", "application/json")
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    let code = response.status().as_u16();
+    let warnings = response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (code, warnings, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+const CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"pods2.example.com"},
+ "spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"pods2","kind":"Pod2"},
+  "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+   "schema":{"openAPIV3Schema":{"type":"object","properties":{
+     "spec":{"type":"object","required":["size"],"properties":{
+        "size":{"type":"integer","minimum":1,"maximum":10},
+        "mode":{"type":"string","enum":["fast","safe"],"default":"safe"},
+        "extra":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+     "status":{"type":"object","properties":{"conditions":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["type"],
+        "items":{"type":"object","required":["type","status"],"properties":{"type":{"type":"string"},"status":{"type":"string"}}}}}}}}}}]}}"#;
+
+const URI: &str = "/apis/example.com/v1/namespaces/default/pods2";
+
+#[tokio::test]
+async fn defaulting_pruning_validation_and_field_validation() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let (code, _, crd) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD).await;
+    assert_eq!(code, 201, "{crd}");
+
+    // Defaulted, unknown fields pruned with a warning, preserved ones kept.
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"a"},"spec":{"size":3,"bogus":1,"extra":{"anything":true}}}"#;
+    let (code, warnings, created) = send(&client, Method::POST, URI, body).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["spec"], json!({"size": 3, "mode": "safe", "extra": {"anything": true}}));
+    assert_eq!(warnings, [r#"299 - "unknown field \"spec.bogus\"""#]);
+
+    // Strict refuses unknown and duplicate fields and stores nothing.
+    let strict = format!("{URI}?fieldValidation=Strict");
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"b"},"spec":{"size":3,"bogus":1}}"#;
+    let (code, _, status) = send(&client, Method::POST, &strict, body).await;
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(status["message"], r#"Pod2 in version "v1" cannot be handled as a Pod2: strict decoding error: unknown field "spec.bogus""#);
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"b"},"spec":{"size":3,"size":4}}"#;
+    let (code, _, status) = send(&client, Method::POST, &strict, body).await;
+    assert_eq!(code, 400);
+    assert!(status["message"].as_str().unwrap().contains(r#"duplicate field "spec.size""#), "{status}");
+    let (code, _, _) = send(&client, Method::GET, &format!("{URI}/b"), "").await;
+    assert_eq!(code, 404);
+
+    // Invalid values are 422 with one cause per problem.
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"c"},"spec":{"size":11,"mode":"reckless"}}"#;
+    let (code, _, status) = send(&client, Method::POST, URI, body).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["reason"], "Invalid");
+    let fields: Vec<&str> = status["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
+    assert!(fields.contains(&"spec.size") && fields.contains(&"spec.mode"), "{status}");
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"c"},"spec":{}}"#;
+    let (code, _, status) = send(&client, Method::POST, URI, body).await;
+    assert_eq!(code, 422);
+    assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueRequired");
+
+    // Patches are validated too, and the status subresource against the status schema.
+    let (code, _, status) = send_patch(&client, &format!("{URI}/a"), r#"{"spec":{"size":0}}"#).await;
+    assert_eq!(code, 422, "{status}");
+    let duplicate_conditions = r#"{"status":{"conditions":[{"type":"Ready","status":"True"},{"type":"Ready","status":"False"}]}}"#;
+    let (code, _, status) = send_patch(&client, &format!("{URI}/a/status"), duplicate_conditions).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueDuplicate");
+    server.stop().await;
+}
+
+async fn send_patch(client: &kube::Client, uri: &str, body: &str) -> (u16, Vec<String>, Value) {
+    let request = Request::builder()
+        .method(Method::PATCH)
+        .uri(uri)
+        .header("Content-Type", "application/merge-patch+json")
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    let code = response.status().as_u16();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (code, vec![], serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_crd_with_a_non_structural_schema_is_refused() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let crd = CRD.replace(r#""spec":{"type":"object","required""#, r#""spec":{"required""#);
+    let (code, _, status) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &crd).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(status["details"]["causes"][0]["field"].as_str().unwrap().starts_with("spec.versions[0].schema"), "{status}");
+    server.stop().await;
+}
