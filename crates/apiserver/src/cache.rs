@@ -21,8 +21,8 @@ use crate::objects;
 
 /// The store prefix every API object lives under.
 pub const ROOT: &str = "/registry/";
-/// How many recent events the cache keeps for watches that resume from a revision.
-const HISTORY: usize = 50_000;
+/// How many recent events the cache keeps, by default, for watches that resume from a revision.
+pub const DEFAULT_WINDOW: usize = 50_000;
 /// How many live events a watcher may fall behind before it is ended with 410.
 const LIVE_QUEUE: usize = 10_000;
 
@@ -112,6 +112,7 @@ struct State {
 /// The cache. Cloning the `Arc` shares it.
 pub struct WatchCache {
     state: RwLock<State>,
+    window: usize,
     live: broadcast::Sender<Arc<CacheEvent>>,
     revision: watch::Sender<Revision>,
     store: Arc<dyn Store>,
@@ -128,13 +129,15 @@ pub struct CacheWatch {
 }
 
 impl WatchCache {
-    /// Loads every object from the store and starts following it.
-    pub async fn start(store: Arc<dyn Store>) -> Result<Arc<WatchCache>, StoreError> {
+    /// Loads every object from the store and starts following it, keeping the last `window`
+    /// events for watches that resume from a revision.
+    pub async fn start(store: Arc<dyn Store>, window: usize) -> Result<Arc<WatchCache>, StoreError> {
         let (objects, revision) = load(&*store).await?;
         let (live, _) = broadcast::channel(LIVE_QUEUE);
         let (revision_tx, _) = watch::channel(revision);
         let cache = Arc::new(WatchCache {
             state: RwLock::new(State { revision, objects, history: VecDeque::new(), history_start: revision }),
+            window: window.max(1),
             live,
             revision: revision_tx,
             store,
@@ -240,7 +243,7 @@ impl WatchCache {
             };
             let cache_event = Arc::new(CacheEvent::new(revision, key, kind, object, prev));
             state.history.push_back(cache_event.clone());
-            if state.history.len() > HISTORY
+            if state.history.len() > self.window
                 && let Some(dropped) = state.history.pop_front()
             {
                 state.history_start = dropped.revision;
@@ -327,7 +330,7 @@ mod tests {
     async fn follows_the_store_and_serves_watches_from_a_revision() {
         let store = MemoryStore::default();
         put(&store, "/registry/core/configmaps/default/a", serde_json::json!({"metadata": {"name": "a"}})).await;
-        let cache = WatchCache::start(Arc::new(store.clone())).await.unwrap();
+        let cache = WatchCache::start(Arc::new(store.clone()), DEFAULT_WINDOW).await.unwrap();
         assert_eq!(cache.revision(), 1);
         let rev = put(&store, "/registry/core/configmaps/default/b", serde_json::json!({"metadata": {"name": "b"}})).await;
         cache.sync().await.unwrap();
@@ -345,7 +348,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_future_revision_times_out_as_too_large() {
-        let cache = WatchCache::start(Arc::new(MemoryStore::default())).await.unwrap();
+        let cache = WatchCache::start(Arc::new(MemoryStore::default()), DEFAULT_WINDOW).await.unwrap();
         let started = std::time::Instant::now();
         let result = cache.wait_for(50, Duration::from_millis(200)).await;
         assert!(matches!(result, Err(CacheError::TooLarge { requested: 50, current: 0 })), "{result:?}");

@@ -28,6 +28,10 @@ pub enum Command {
         /// Address to listen on; port 0 picks a free port.
         #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:6443")]
         listen: String,
+        /// Recent events kept in memory for watches that resume from a resourceVersion; a watch
+        /// from an older one gets 410 Expired and relists.
+        #[arg(long, value_name = "EVENTS", default_value_t = oxplane_apiserver::cache::DEFAULT_WINDOW)]
+        watch_cache_window: usize,
     },
     /// Measure oxplane's performance and print the figures.
     Bench {
@@ -40,7 +44,7 @@ pub enum Command {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Up { data_dir, listen } => up(data_dir, listen),
+        Command::Up { data_dir, listen, watch_cache_window } => up(data_dir, listen, watch_cache_window),
         Command::Bench { which } => bench::run(which),
     }
 }
@@ -57,8 +61,9 @@ fn data_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".oxplane"))
 }
 
-fn up(data_dir_flag: Option<PathBuf>, listen: String) -> anyhow::Result<()> {
-    let config = oxplane_apiserver::server::ServerConfig { data_dir: data_dir(data_dir_flag)?, listen };
+fn up(data_dir_flag: Option<PathBuf>, listen: String, watch_cache_window: usize) -> anyhow::Result<()> {
+    let mut config = oxplane_apiserver::server::ServerConfig::new(data_dir(data_dir_flag)?, listen);
+    config.watch_cache_window = watch_cache_window;
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

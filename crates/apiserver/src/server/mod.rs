@@ -30,6 +30,15 @@ pub struct ServerConfig {
     pub data_dir: PathBuf,
     /// `HOST:PORT` to listen on; port 0 picks a free port.
     pub listen: String,
+    /// Events the watch cache keeps for watches resuming from a revision; older ones get 410.
+    pub watch_cache_window: usize,
+}
+
+impl ServerConfig {
+    /// A configuration with the default watch cache window.
+    pub fn new(data_dir: PathBuf, listen: impl Into<String>) -> Self {
+        ServerConfig { data_dir, listen: listen.into(), watch_cache_window: crate::cache::DEFAULT_WINDOW }
+    }
 }
 
 /// Runs the server until `shutdown` completes, then stops accepting, lets in-flight requests
@@ -51,7 +60,7 @@ pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output
     let tls_config = tls::server_config(&certs)?;
     let token = auth::ensure_token(&dir)?;
 
-    let cache = WatchCache::start(store.clone()).await?;
+    let cache = WatchCache::start(store.clone(), config.watch_cache_window).await?;
     let state = Arc::new(AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone()));
     http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
     http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;

@@ -38,9 +38,19 @@ impl TestServer {
         copy_dir(from, to);
     }
 
+    /// Starts a server whose watch cache keeps only `window` events.
+    pub async fn start_with_window(window: usize) -> TestServer {
+        TestServer::start_with_dir(DataDir::Temp(tempfile::tempdir().unwrap()), window).await
+    }
+
     async fn start_with(dir: DataDir) -> TestServer {
+        TestServer::start_with_dir(dir, oxplane_apiserver::cache::DEFAULT_WINDOW).await
+    }
+
+    async fn start_with_dir(dir: DataDir, window: usize) -> TestServer {
         let _ = std::fs::remove_file(dir.path().join("kubeconfig"));
-        let config = ServerConfig { data_dir: dir.path().to_path_buf(), listen: "127.0.0.1:0".into() };
+        let mut config = ServerConfig::new(dir.path().to_path_buf(), "127.0.0.1:0");
+        config.watch_cache_window = window;
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             run(config, async {
