@@ -19,6 +19,9 @@ use support::TestServer;
 
 const FINALIZER: &str = "example.com/cleanup";
 
+/// The controller's context: the API it patches and the names it reconciled.
+type Context = (Api<ConfigMap>, Arc<Mutex<BTreeSet<String>>>);
+
 #[derive(Debug, thiserror::Error)]
 #[error("never")]
 struct Never;
@@ -37,7 +40,7 @@ async fn a_finalizer_controller_adds_its_finalizer_and_reconciles() {
     let context = Arc::new((cms.clone(), applied.clone()));
     let controller = Controller::new(cms.clone(), watcher::Config::default())
         .run(
-            |object: Arc<ConfigMap>, ctx: Arc<(Api<ConfigMap>, Arc<Mutex<BTreeSet<String>>>)>| async move {
+            |object: Arc<ConfigMap>, ctx: Arc<Context>| async move {
                 let (api, applied) = &*ctx;
                 finalizer(api, FINALIZER, object, |event| async move {
                     if let Event::Apply(cm) = event {
