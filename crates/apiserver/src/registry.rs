@@ -188,6 +188,18 @@ impl Registry {
         self.resources.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The served groups (core, named "", first) with their versions in preference order.
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for (group, version) in self.group_versions() {
+            match groups.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, versions)) => versions.push(version),
+                None => groups.push((group, vec![version])),
+            }
+        }
+        groups
+    }
+
     /// The served group-versions, in a stable order: core first, then by group.
     pub fn group_versions(&self) -> Vec<(String, String)> {
         let mut gvs: Vec<(String, String)> = Vec::new();

@@ -58,29 +58,26 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
 /// The aggregated discovery list of the core group (`core == true`) or of all other groups.
 fn aggregated(state: &AppState, core: bool) -> Value {
     let resources = state.registry.all();
-    let mut items = Vec::new();
-    let mut groups: Vec<String> = Vec::new();
-    for (group, _) in state.registry.group_versions() {
-        if group.is_empty() != core || groups.contains(&group) {
-            continue;
-        }
-        let versions: Vec<Value> = state
-            .registry
-            .group_versions()
-            .into_iter()
-            .filter(|(g, _)| *g == group)
-            .map(|(_, version)| {
-                let entries: Vec<Value> = resources
-                    .iter()
-                    .filter(|r| r.group == group && r.version == version)
-                    .map(|r| aggregated_resource(r))
-                    .collect();
-                json!({"version": version, "resources": entries, "freshness": "Current"})
-            })
-            .collect();
-        items.push(json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions}));
-        groups.push(group);
-    }
+    let items: Vec<Value> = state
+        .registry
+        .groups()
+        .into_iter()
+        .filter(|(group, _)| group.is_empty() == core)
+        .map(|(group, versions)| {
+            let versions: Vec<Value> = versions
+                .into_iter()
+                .map(|version| {
+                    let entries: Vec<Value> = resources
+                        .iter()
+                        .filter(|r| r.group == group && r.version == version)
+                        .map(|r| aggregated_resource(r))
+                        .collect();
+                    json!({"version": version, "resources": entries, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": group, "creationTimestamp": null}, "versions": versions})
+        })
+        .collect();
     json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items})
 }
 
@@ -99,23 +96,18 @@ pub(super) async fn groups(State(state): State<Arc<AppState>>, headers: HeaderMa
 }
 
 fn legacy_groups(state: &AppState) -> Json<Value> {
-    let mut groups: Vec<Value> = Vec::new();
-    let mut seen: Vec<String> = Vec::new();
-    for (group, _) in state.registry.group_versions() {
-        if group.is_empty() || seen.contains(&group) {
-            continue;
-        }
-        let versions: Vec<Value> = state
-            .registry
-            .group_versions()
-            .into_iter()
-            .filter(|(g, _)| *g == group)
-            .map(|(g, v)| json!({"groupVersion": format!("{g}/{v}"), "version": v}))
-            .collect();
-        let preferred = versions.first().cloned().unwrap_or(Value::Null);
-        groups.push(json!({"name": group, "versions": versions, "preferredVersion": preferred}));
-        seen.push(group);
-    }
+    let groups: Vec<Value> = state
+        .registry
+        .groups()
+        .into_iter()
+        .filter(|(group, _)| !group.is_empty())
+        .map(|(group, versions)| {
+            let versions: Vec<Value> =
+                versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+            let preferred = versions.first().cloned().unwrap_or(Value::Null);
+            json!({"name": group, "versions": versions, "preferredVersion": preferred})
+        })
+        .collect();
     Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
 }
 

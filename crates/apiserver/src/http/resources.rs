@@ -40,12 +40,7 @@ pub(super) async fn core(
     RawQuery(raw_query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body_or_error(body) {
-        Ok(body) => body,
-        Err(error) => return error.into_response(),
-    };
-    let request = Request { method, headers, raw_query, body };
-    dispatch(&state, request, "", &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
+    handle(&state, Request { method, headers, raw_query, body }, "", &version, &rest).await
 }
 
 pub(super) async fn grouped(
@@ -56,12 +51,11 @@ pub(super) async fn grouped(
     RawQuery(raw_query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let body = match body_or_error(body) {
-        Ok(body) => body,
-        Err(error) => return error.into_response(),
-    };
-    let request = Request { method, headers, raw_query, body };
-    dispatch(&state, request, &group, &version, &rest).await.unwrap_or_else(IntoResponse::into_response)
+    handle(&state, Request { method, headers, raw_query, body }, &group, &version, &rest).await
+}
+
+async fn handle(state: &AppState, request: Request, group: &str, version: &str, rest: &str) -> Response {
+    dispatch(state, request, group, version, rest).await.unwrap_or_else(IntoResponse::into_response)
 }
 
 /// The request body, or the Status for a body that could not be read (413 past the limit).
@@ -136,7 +130,7 @@ struct Request {
     method: Method,
     headers: HeaderMap,
     raw_query: Option<String>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 }
 
 /// The media type of the request body, without parameters.
@@ -201,6 +195,7 @@ async fn dispatch(
     rest: &str,
 ) -> Result<Response, ApiError> {
     let Request { method, headers, raw_query, body } = request;
+    let body = body_or_error(body)?;
     let target = parse(state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref())?;
     let options = write::WriteOptions::from_query(query.dry_run.as_deref(), query.field_validation.as_deref())?;

@@ -20,7 +20,11 @@ pub use json_patch::JsonPatchError;
 pub use merge::MergeError;
 pub use strategic::{ListStrategy, NoSchema, PatchSchema, StrategicError};
 
-use serde_json::{Number, Value};
+use serde_json::Value;
+
+// JSON equality where numbers compare by value (`1` equals `1.0`, as Go's float64 decoding
+// makes them for the Kubernetes API server) and integers exactly: one definition, the schema's.
+pub(crate) use crate::schema::json::json_equal;
 
 /// The deepest nesting of arrays and objects a patch or document may have.
 ///
@@ -169,37 +173,6 @@ fn type_name(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// JSON equality where numbers compare by value.
-///
-/// Go decodes every JSON number to float64, so `1` and `1.0` are the same to
-/// the Kubernetes API server; integers are still compared exactly here so
-/// that large int64 values do not collide through rounding. Recursive: only
-/// for values already checked against [`MAX_DEPTH`].
-fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => numbers_equal(x, y),
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
-        }
-        _ => a == b,
-    }
-}
-
-fn numbers_equal(x: &Number, y: &Number) -> bool {
-    if let (Some(p), Some(q)) = (x.as_i64(), y.as_i64()) {
-        return p == q;
-    }
-    if let (Some(p), Some(q)) = (x.as_u64(), y.as_u64()) {
-        return p == q;
-    }
-    matches!((x.as_f64(), y.as_f64()), (Some(p), Some(q)) if p == q)
 }
 
 /// Compact JSON for messages, shortened by [`shorten`].

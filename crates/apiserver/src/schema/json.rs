@@ -77,7 +77,7 @@ pub(super) fn is_multiple_of(n: &Number, m: &Number) -> bool {
 }
 
 /// Semantic JSON equality: numbers compare by value, objects ignore key order.
-pub(super) fn json_equal(a: &Value, b: &Value) -> bool {
+pub(crate) fn json_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => cmp_numbers(x, y) == Some(Ordering::Equal),
         (Value::Array(x), Value::Array(y)) => {

@@ -27,7 +27,7 @@
 
 mod default;
 mod formats;
-mod json;
+pub(crate) mod json;
 mod node;
 mod prune;
 mod strict_json;

@@ -9,13 +9,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use bytes::Bytes;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
-use oxplane_store::{CompactionPolicy, Store, Write};
+use oxplane_store::CompactionPolicy;
 use serde_json::json;
 
 use super::{Latencies, Report};
@@ -146,29 +145,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     report.print(args.json)
 }
 
-/// Durable store writes per second with `writers` concurrent writers of 1 KiB values.
+/// Durable store writes per second with `writers` concurrent writers of 1 KiB values, on a
+/// store of its own (the figure `bench store` reports).
 async fn raw_store_writes(dir: &Path, writers: usize, phase: Duration) -> anyhow::Result<f64> {
     let options = SqliteOptions { compaction: CompactionPolicy::disabled(), ..SqliteOptions::default() };
     let store = Arc::new(SqliteStore::open(dir, options)?);
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for w in 0..writers {
-        let store = store.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut n = 0u64;
-            while start.elapsed() < phase {
-                let value = Bytes::from(vec![b'x'; 1024]);
-                store.write(Write::Create { key: format!("/raw/{w}/{n}"), value }).await?;
-                n += 1;
-            }
-            anyhow::Ok(n)
-        }));
-    }
-    let mut total = 0;
-    for task in tasks {
-        total += task.await??;
-    }
-    Ok(total as f64 / start.elapsed().as_secs_f64())
+    Ok(super::store::concurrent_writes(&store, writers, phase).await?.per_second)
 }
 
 /// ConfigMap creates per second through HTTPS with `clients` concurrent clients.

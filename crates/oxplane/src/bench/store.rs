@@ -72,9 +72,12 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     report.print(args.json)
 }
 
-struct Throughput {
-    per_second: f64,
-    latencies: Latencies,
+/// Operations per second and their latencies.
+pub(super) struct Throughput {
+    /// Operations per second.
+    pub per_second: f64,
+    /// Each operation's latency.
+    pub latencies: Latencies,
 }
 
 /// One writer, one fsync'd SQLite transaction per insert: what a store without group commit
@@ -99,7 +102,8 @@ fn plain_sqlite_baseline(path: &std::path::Path, phase: Duration) -> anyhow::Res
     Ok(Throughput { per_second: i as f64 / start.elapsed().as_secs_f64(), latencies: Latencies::new(latencies) })
 }
 
-async fn concurrent_writes(store: &Arc<SqliteStore>, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
+/// Durable creates of 1 KiB values by `writers` concurrent writers for `phase`.
+pub(super) async fn concurrent_writes(store: &Arc<SqliteStore>, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
     let value = Bytes::from(vec![b'x'; VALUE_SIZE]);
     let start = Instant::now();
     let mut tasks = Vec::new();
