@@ -77,6 +77,16 @@ impl CacheEvent {
     }
 }
 
+/// What the live broadcast carries.
+#[derive(Debug, Clone)]
+pub enum Live {
+    /// The next change.
+    Event(Arc<CacheEvent>),
+    /// The cache had to reload from the store (its store watch was compacted away): history is
+    /// gone, so every watcher must relist.
+    Reset,
+}
+
 /// Why the cache could not answer.
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
@@ -113,7 +123,7 @@ struct State {
 pub struct WatchCache {
     state: RwLock<State>,
     window: usize,
-    live: broadcast::Sender<Arc<CacheEvent>>,
+    live: broadcast::Sender<Live>,
     revision: watch::Sender<Revision>,
     store: Arc<dyn Store>,
 }
@@ -123,7 +133,7 @@ pub struct CacheWatch {
     /// Events to deliver before the live ones.
     pub initial: Vec<Arc<CacheEvent>>,
     /// Live events; `Lagged` means the watcher fell too far behind.
-    pub live: broadcast::Receiver<Arc<CacheEvent>>,
+    pub live: broadcast::Receiver<Live>,
     /// The revision the initial events bring the watcher to.
     pub revision: Revision,
 }
@@ -248,12 +258,24 @@ impl WatchCache {
             {
                 state.history_start = dropped.revision;
             }
-            let _ = self.live.send(cache_event);
+            let _ = self.live.send(Live::Event(cache_event));
             last = revision;
         }
         state.revision = last;
         drop(state);
         self.revision.send_replace(last);
+    }
+}
+
+impl WatchCache {
+    /// Replaces the cache's content with a fresh load from the store, dropping its history and
+    /// ending every watch with 410 so clients relist.
+    fn reset(&self, objects: BTreeMap<String, Arc<Value>>, revision: Revision) {
+        let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
+        *state = State { revision, objects, history: VecDeque::new(), history_start: revision };
+        let _ = self.live.send(Live::Reset);
+        drop(state);
+        self.revision.send_replace(revision);
     }
 }
 
@@ -282,12 +304,21 @@ async fn load(store: &dyn Store) -> Result<(BTreeMap<String, Arc<Value>>, Revisi
     }
 }
 
-/// Applies the store's events to the cache until the cache is dropped.
+/// Applies the store's events to the cache until the cache is dropped. If the store has
+/// compacted away the revision the cache needs next, the cache reloads and resets its watchers
+/// rather than stall.
 async fn follow(cache: std::sync::Weak<WatchCache>, mut after: Revision) {
     loop {
         let Some(store) = cache.upgrade().map(|c| c.store.clone()) else { return };
         let mut watcher = match store.watch(ROOT, after).await {
             Ok(watcher) => watcher,
+            Err(StoreError::Compacted { .. }) => {
+                after = match resync(&cache, &*store).await {
+                    Some(revision) => revision,
+                    None => return,
+                };
+                continue;
+            }
             Err(error) => {
                 tracing::error!(%error, "the watch cache cannot follow the store; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -304,9 +335,26 @@ async fn follow(cache: std::sync::Weak<WatchCache>, mut after: Revision) {
                     cache.apply(batch);
                 }
                 Err(error) => {
-                    tracing::error!(%error, "the watch cache lost its store watch; resuming");
+                    tracing::warn!(%error, "the watch cache lost its store watch; resuming");
                     break;
                 }
+            }
+        }
+    }
+}
+
+/// Reloads the cache from the store; returns the revision to follow from.
+async fn resync(cache: &std::sync::Weak<WatchCache>, store: &dyn Store) -> Option<Revision> {
+    loop {
+        match load(store).await {
+            Ok((objects, revision)) => {
+                tracing::warn!(revision, "the watch cache fell behind store compaction; reloaded, watchers will relist");
+                cache.upgrade()?.reset(objects, revision);
+                return Some(revision);
+            }
+            Err(error) => {
+                tracing::error!(%error, "the watch cache cannot reload from the store; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
             }
         }
     }
@@ -344,6 +392,27 @@ mod tests {
         assert!(matches!(cache.watch("/registry/", Some(0)), Err(CacheError::Expired { oldest: 1, .. })));
         // Without a revision, a watch starts with every object as ADDED.
         assert_eq!(cache.watch("/registry/", None).unwrap().initial.len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_reset_ends_live_watches_and_reloads_the_state() {
+        let store = MemoryStore::default();
+        put(&store, "/registry/x/a", serde_json::json!({"metadata": {"name": "a"}})).await;
+        let cache = WatchCache::start(Arc::new(store.clone()), DEFAULT_WINDOW).await.unwrap();
+        let mut watch = cache.watch("/registry/", Some(1)).unwrap();
+        let rev = put(&store, "/registry/x/b", serde_json::json!({"metadata": {"name": "b"}})).await;
+        let (objects, revision) = load(&store).await.unwrap();
+        assert_eq!(revision, rev);
+        cache.reset(objects, revision);
+        // The watcher sees b (if it arrived before the reset) and then the reset.
+        loop {
+            match watch.live.recv().await.unwrap() {
+                Live::Event(event) => assert_eq!(event.key, "/registry/x/b"),
+                Live::Reset => break,
+            }
+        }
+        assert_eq!(cache.list("/registry/").0.len(), 2);
+        assert!(matches!(cache.watch("/registry/", Some(1)), Err(CacheError::Expired { oldest: 2, .. })));
     }
 
     #[tokio::test]

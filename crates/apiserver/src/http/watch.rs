@@ -17,7 +17,7 @@ use serde_json::json;
 use tokio::sync::{broadcast, mpsc};
 
 use super::select::Selection;
-use crate::cache::{CacheError, CacheEvent, EventType, WatchCache};
+use crate::cache::{CacheError, CacheEvent, EventType, Live, WatchCache};
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Reason};
 use crate::table::IncludeObject;
@@ -159,7 +159,12 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
     loop {
         tokio::select! {
             received = live.recv() => match received {
-                Ok(event) => {
+                Ok(Live::Reset) => {
+                    let error = expired(format!("the watch cache was reloaded; relist (resource version {revision} is gone)"));
+                    let _ = tx.send(error_line(&error)).await;
+                    return;
+                }
+                Ok(Live::Event(event)) => {
                     if event.revision <= revision || !event.key.starts_with(&request.prefix) {
                         continue;
                     }
