@@ -405,11 +405,8 @@ mod tests {
         assert_eq!(revision, rev);
         cache.reset(objects, revision);
         // The watcher sees b (if it arrived before the reset) and then the reset.
-        loop {
-            match watch.live.recv().await.unwrap() {
-                Live::Event(event) => assert_eq!(event.key, "/registry/x/b"),
-                Live::Reset => break,
-            }
+        while let Live::Event(event) = watch.live.recv().await.unwrap() {
+            assert_eq!(event.key, "/registry/x/b");
         }
         assert_eq!(cache.list("/registry/").0.len(), 2);
         assert!(matches!(cache.watch("/registry/", Some(1)), Err(CacheError::Expired { oldest: 2, .. })));
