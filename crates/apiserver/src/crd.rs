@@ -124,8 +124,14 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
             if v["subresources"]["status"].is_object() {
                 subresources.push("status".to_string());
             }
-            // The scale subresource is not served yet: it is left out of discovery rather
-            // than answered with the wrong object.
+            let scale = v["subresources"]["scale"]["specReplicasPath"].as_str().map(|spec| crate::registry::ScalePaths {
+                spec_replicas: spec.to_string(),
+                status_replicas: v["subresources"]["scale"]["statusReplicasPath"].as_str().map(String::from),
+                label_selector: v["subresources"]["scale"]["labelSelectorPath"].as_str().map(String::from),
+            });
+            if scale.is_some() {
+                subresources.push("scale".to_string());
+            }
             ResourceDef {
                 group: group.clone(),
                 version: v["name"].as_str().unwrap_or_default().to_string(),
@@ -145,6 +151,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                     .ok()
                     .filter(|_| v["schema"]["openAPIV3Schema"].is_object())
                     .map(|schema| crate::registry::CompiledSchema(std::sync::Arc::new(schema))),
+                scale,
             }
         })
         .collect()

@@ -37,6 +37,19 @@ pub struct ResourceDef {
     pub schema: Option<Arc<serde_json::Value>>,
     /// `schema`, compiled for defaulting, pruning and validation.
     pub validation: Option<CompiledSchema>,
+    /// Where the `scale` subresource reads and writes, if the resource has one.
+    pub scale: Option<ScalePaths>,
+}
+
+/// The paths of a CRD's `scale` subresource.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath`, e.g. `.spec.replicas`.
+    pub spec_replicas: String,
+    /// `statusReplicasPath`, e.g. `.status.replicas`.
+    pub status_replicas: Option<String>,
+    /// `labelSelectorPath`, e.g. `.status.selector`.
+    pub label_selector: Option<String>,
 }
 
 /// A compiled schema. It is derived from [`ResourceDef::schema`], so equality of resources is
@@ -101,6 +114,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         columns: crate::table::builtin_columns(group, kind),
         schema: None,
         validation: None,
+        scale: None,
     }
 }
 

@@ -131,3 +131,29 @@ async fn crds_are_served_again_after_a_restart() {
     assert_eq!(got.data["spec"]["size"], 3);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn the_scale_subresource_reads_and_writes_the_replicas_paths() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let mut crd = serde_json::to_value(widget_crd()).unwrap();
+    crd["spec"]["versions"][0]["subresources"]["scale"] =
+        json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas", "labelSelectorPath": ".status.selector"});
+    let crd: CustomResourceDefinition = serde_json::from_value(crd).unwrap();
+    Api::<CustomResourceDefinition>::all(client.clone()).create(&PostParams::default(), &crd).await.unwrap();
+    let api = widgets(&client, "v1");
+    let mut w = widget("v1", "s");
+    w.data["spec"]["replicas"] = json!(2);
+    api.create(&PostParams::default(), &w).await.unwrap();
+    let scale = api.get_scale("s").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(2));
+    let patch = json!({"spec": {"replicas": 5}});
+    let scaled = api.patch_scale("s", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(5));
+    let object = api.get("s").await.unwrap();
+    assert_eq!(object.data["spec"]["replicas"], 5);
+    assert_eq!(object.metadata.generation, Some(2));
+    let bad = api.patch_scale("s", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&json!({"spec": {"replicas": -1}}))).await.unwrap_err();
+    assert!(matches!(bad, kube::Error::Api(ref s) if s.code == 422), "{bad}");
+    server.stop().await;
+}

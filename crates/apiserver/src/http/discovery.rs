@@ -41,7 +41,10 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
     let subresources: Vec<Value> = r
         .subresources
         .iter()
-        .map(|sub| json!({"subresource": sub, "responseKind": kind, "verbs": ["get", "patch", "update"]}))
+        .map(|sub| {
+            let response_kind = if sub == "scale" { json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}) } else { kind.clone() };
+            json!({"subresource": sub, "responseKind": response_kind, "verbs": ["get", "patch", "update"]})
+        })
         .collect();
     json!({
         "resource": r.plural,

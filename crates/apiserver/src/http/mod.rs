@@ -6,6 +6,7 @@ mod health;
 mod patch;
 pub mod query;
 mod read;
+mod scale;
 mod resources;
 pub mod seed;
 mod select;

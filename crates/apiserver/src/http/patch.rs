@@ -64,8 +64,8 @@ fn strategic_error(error: StrategicError) -> ApiError {
     ApiError::new(reason, error.to_string())
 }
 
-/// Applies the patch body to `current`.
-fn apply(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
+/// Applies the patch body to `current` (an object of `resource`, or a view of one).
+pub(super) fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
     let parsed: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
     match patch_type {
@@ -111,7 +111,7 @@ pub async fn patch(
         // The patch is written against the client's view of the object.
         let mut view = old.clone();
         crate::convert::present(resource, &mut view);
-        let mut patched = apply(resource, patch_type, &view, body)?;
+        let mut patched = apply_to(resource, patch_type, &view, body)?;
         crate::convert::to_storage(resource, &mut patched);
         if !patched.is_object() {
             return Err(ApiError::bad_request("the patched object is not a JSON object"));

@@ -19,7 +19,7 @@ use super::patch::{self, PatchType};
 use super::query::Query;
 use super::select::Selection;
 use super::watch::{self, WatchRequest};
-use super::{AppState, read, write};
+use super::{AppState, read, scale, write};
 use crate::registry::ResourceDef;
 use crate::table::IncludeObject;
 use crate::status::{ApiError, Reason};
@@ -201,7 +201,7 @@ async fn dispatch(
     let options = write::WriteOptions::from_query(query.dry_run.as_deref(), query.field_validation.as_deref())?;
     let r = &target.resource;
     let ns = target.namespace.as_deref();
-    match (method, target.name.as_deref()) {
+    match (method.clone(), target.name.as_deref()) {
         (Method::GET, None) => {
             let prefix = match ns {
                 Some(ns) => r.namespace_prefix(ns),
@@ -236,6 +236,23 @@ async fn dispatch(
                     Ok(table_response(crate::table::table(r, &items, list["metadata"].clone(), include, true)))
                 }
             }
+        }
+        (Method::GET, Some(name)) if target.subresource.as_deref() == Some("scale") => {
+            let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
+            let paths = r.scale.as_ref().ok_or_else(unknown)?;
+            Ok(Json(scale::to_scale(paths, &object)).into_response())
+        }
+        (Method::PUT | Method::PATCH, Some(name)) if target.subresource.as_deref() == Some("scale") => {
+            let paths = r.scale.as_ref().ok_or_else(unknown)?;
+            let patch_type = match method {
+                Method::PATCH => Some(PatchType::from_content_type(content_type(&headers).as_deref())?),
+                _ => {
+                    require_json_body(&headers)?;
+                    None
+                }
+            };
+            let object = write::ObjectTarget { resource: r, namespace: ns, name, subresource: Some("scale") };
+            scale::write(state, &object, paths, patch_type, &body, options).await
         }
         (Method::GET, Some(name)) => {
             let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
