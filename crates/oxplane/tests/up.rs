@@ -69,3 +69,17 @@ fn a_second_server_on_the_same_data_dir_is_refused() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("in use by another oxplane process"), "{stderr}");
 }
+
+#[test]
+fn metrics_are_prometheus_text_with_request_counts() {
+    let server = Server::start();
+    server.kubectl(&["get", "namespaces"]);
+    let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+    assert!(metrics.contains("# TYPE oxplane_store_revision gauge"), "{metrics}");
+    assert!(metrics.contains("oxplane_apiserver_requests_total{method=\"GET\",code=\"200\"}"), "{metrics}");
+    assert!(metrics.contains("oxplane_apiserver_watchers 0"), "{metrics}");
+    for line in metrics.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let value = line.rsplit(' ').next().unwrap();
+        assert!(value.parse::<f64>().is_ok(), "not a sample: {line}");
+    }
+}

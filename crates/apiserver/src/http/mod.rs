@@ -3,6 +3,7 @@
 pub mod crds;
 mod discovery;
 mod health;
+pub mod metrics;
 mod patch;
 pub mod query;
 mod read;
@@ -47,12 +48,14 @@ pub struct AppState {
     pub ready: AtomicBool,
     /// OpenAPI documents, cached per registry generation.
     pub openapi: crate::openapi::OpenApi,
+    /// Request counters for `/metrics`.
+    pub metrics: metrics::Metrics,
 }
 
 impl AppState {
     /// State over a store and a registry.
     pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
-        AppState { store, cache, registry, token, ready: AtomicBool::new(false), openapi: Default::default() }
+        AppState { store, cache, registry, token, ready: AtomicBool::new(false), openapi: Default::default(), metrics: Default::default() }
     }
 }
 
@@ -68,7 +71,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
-        .layer(middleware::from_fn_with_state(state.clone(), authenticate));
+        .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), count));
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/livez", get(health::livez))
@@ -78,6 +82,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(not_found)
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
+}
+
+/// Counts every API request by method and code.
+async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let method = request.method().to_string();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    state.metrics.record(&method, response.status().as_u16(), started.elapsed());
+    response
 }
 
 /// Rejects requests without the admin bearer token.

@@ -46,12 +46,17 @@ pub struct WatchRequest {
     pub table: Option<IncludeObject>,
 }
 
-/// Starts streaming; the response is always 200 once the request is valid.
-pub fn stream(cache: &Arc<WatchCache>, request: WatchRequest) -> Response {
+/// Starts streaming; the response is always 200 once the request is valid. `watchers` counts
+/// the open streams.
+pub fn stream(cache: &Arc<WatchCache>, request: WatchRequest, watchers: &Arc<std::sync::atomic::AtomicI64>) -> Response {
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
     match cache.watch(&request.prefix, request.after) {
         Ok(watch) => {
-            tokio::spawn(run(request, watch, tx));
+            let guard = super::metrics::WatchGuard::open(watchers);
+            tokio::spawn(async move {
+                run(request, watch, tx).await;
+                drop(guard);
+            });
         }
         Err(CacheError::Expired { requested, oldest }) => {
             let error = expired(format!("too old resource version: {requested} ({oldest})"));
