@@ -21,8 +21,6 @@ pub mod server;
 pub mod status;
 pub mod table;
 
-use std::path::PathBuf;
-
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
@@ -50,9 +48,6 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    /// The data directory is unusable.
-    #[error("invalid data directory {0}")]
-    DataDir(PathBuf),
     /// A start-up step failed.
     #[error("start-up failed: {0}")]
     Startup(String),
