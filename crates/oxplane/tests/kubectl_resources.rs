@@ -91,19 +91,26 @@ fn patches_of_every_type() {
 #[test]
 fn watch_prints_changes_and_wait_sees_conditions() {
     let server = with_widgets();
-    // The client ends the watch itself after its request timeout.
-    let watch = server
-        .kubectl_command(&["get", "wd", "-w", "--no-headers", "--request-timeout=4s"])
+    // The client ends the watch itself after its request timeout. Changes are made only after
+    // the watch has printed the initial rows, so it is surely watching.
+    let mut watch = server
+        .kubectl_command(&["get", "wd", "-w", "--no-headers", "--request-timeout=8s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(watch.stdout.take().unwrap()));
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    while rows.len() < 3 {
+        rows.push(columns(&lines.next().unwrap().unwrap()));
+    }
     server.kubectl(&["patch", "wd", "b", "--type", "merge", "-p", r#"{"spec":{"size":42}}"#]);
     server.kubectl(&["delete", "wd", "c"]);
-    let output = watch.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&output.stdout);
-    let rows: Vec<Vec<String>> = text.lines().map(columns).collect();
+    for line in lines {
+        rows.push(columns(&line.unwrap()));
+    }
+    watch.wait().unwrap();
+    let text = format!("{rows:?}");
     assert!(rows.iter().any(|r| r[0] == "b" && r[1] == "42"), "{text}");
     assert!(rows.iter().filter(|r| r[0] == "c").count() >= 2, "the deletion shows as a row too: {text}");
 
