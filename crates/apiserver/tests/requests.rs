@@ -52,6 +52,9 @@ async fn failures_are_statuses_with_the_right_code_and_reason() {
         (Method::GET, format!("{CMS}?limit=ten"), None, vec![], 400, "BadRequest"),
         (Method::GET, format!("{CMS}?labelSelector=a%20in%20(b"), None, vec![], 400, "BadRequest"),
         (Method::POST, format!("{CMS}?dryRun=Some"), json_ct, cm("x"), 400, "BadRequest"),
+        (Method::POST, CMS.into(), json_ct, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n"}, "data": {"a": 1}})).unwrap(), 400, "BadRequest"),
+        (Method::POST, "/api/v1/namespaces/default/secrets".into(), json_ct, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "not base64!"}})).unwrap(), 400, "BadRequest"),
+        (Method::POST, "/api/v1/namespaces/default/secrets".into(), json_ct, serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "stringData": {"a": 5}})).unwrap(), 400, "BadRequest"),
     ];
     for (method, uri, ct, body, code, reason) in cases {
         let (got, content_type, status) = send(&client, method.clone(), &uri, ct, body).await;
@@ -63,6 +66,8 @@ async fn failures_are_statuses_with_the_right_code_and_reason() {
     }
     // Nothing of the above was stored.
     let (_, _, list) = send(&client, Method::GET, CMS, None, vec![]).await;
+    assert_eq!(list["items"], json!([]));
+    let (_, _, list) = send(&client, Method::GET, "/api/v1/namespaces/default/secrets", None, vec![]).await;
     assert_eq!(list["items"], json!([]));
     server.stop().await;
 }

@@ -70,7 +70,11 @@ pub(super) fn normalize(resource: &ResourceDef, object: &mut Value) -> Result<()
             let data = object.as_object_mut().map(|o| o.entry("data").or_insert_with(|| json!({})));
             if let Some(Value::Object(data)) = data {
                 for (key, value) in entries {
-                    let text = value.as_str().unwrap_or_default();
+                    let text = value.as_str().ok_or_else(|| {
+                        ApiError::bad_request(format!(
+                            "Secret in version \"v1\" cannot be handled as a Secret: stringData.{key} must be a string"
+                        ))
+                    })?;
                     data.insert(key, json!(base64::engine::general_purpose::STANDARD.encode(text)));
                 }
             }
@@ -93,6 +97,40 @@ pub(super) fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Re
         let causes = crate::crd::validate(object);
         if !causes.is_empty() {
             return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+        }
+    }
+    if resource.group.is_empty() && matches!(resource.kind.as_str(), "ConfigMap" | "Secret") {
+        check_data_maps(resource, object)?;
+    }
+    Ok(())
+}
+
+/// ConfigMap and Secret data are maps of strings, base64 where the kind says so; Kubernetes
+/// refuses anything else when decoding the body (400), so nothing malformed is ever stored.
+fn check_data_maps(resource: &ResourceDef, object: &Value) -> Result<(), ApiError> {
+    use base64::Engine;
+    let base64_fields: &[&str] = if resource.kind == "Secret" { &["data"] } else { &["binaryData"] };
+    for field in ["data", "binaryData"] {
+        let Some(value) = object.get(field) else { continue };
+        if value.is_null() {
+            continue;
+        }
+        let map = value.as_object().ok_or_else(|| {
+            ApiError::bad_request(format!("{} in version \"v1\" cannot be handled as a {}: {field} must be a map of strings", resource.kind, resource.kind))
+        })?;
+        for (key, entry) in map {
+            let text = entry.as_str().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "{} in version \"v1\" cannot be handled as a {}: {field}.{key} must be a string",
+                    resource.kind, resource.kind
+                ))
+            })?;
+            if base64_fields.contains(&field) && base64::engine::general_purpose::STANDARD.decode(text).is_err() {
+                return Err(ApiError::bad_request(format!(
+                    "{} in version \"v1\" cannot be handled as a {}: {field}.{key} is not valid base64",
+                    resource.kind, resource.kind
+                )));
+            }
         }
     }
     Ok(())
