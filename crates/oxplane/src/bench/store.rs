@@ -39,6 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     let mut report = Report::new("store");
 
+    report.add("disk_fsync_p50_ms", raw_fsync_p50_ms(&tmp.path().join("fsync-probe"))?, "ms");
     let baseline = plain_sqlite_baseline(&tmp.path().join("baseline.db"), phase)?;
     report.add("baseline_writes_per_s", baseline.per_second, "writes/s");
     report.add("baseline_p50_ms", baseline.latencies.percentile_ms(50.0), "ms");
@@ -78,6 +79,22 @@ pub(super) struct Throughput {
     pub per_second: f64,
     /// Each operation's latency.
     pub latencies: Latencies,
+}
+
+/// The disk's own cost of making a small write durable (4 KiB write + fdatasync), which bounds
+/// what group commit can gain: the cheaper the fsync, the closer the baseline is to CPU-bound.
+fn raw_fsync_p50_ms(path: &std::path::Path) -> anyhow::Result<f64> {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let block = vec![b'x'; 4096];
+    let mut times = Vec::new();
+    for _ in 0..200 {
+        let t = Instant::now();
+        file.write_all(&block)?;
+        file.sync_data()?;
+        times.push(t.elapsed());
+    }
+    Ok(Latencies::new(times).percentile_ms(50.0))
 }
 
 /// One writer, one fsync'd SQLite transaction per insert: what a store without group commit
