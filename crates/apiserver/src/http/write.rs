@@ -136,10 +136,16 @@ fn check_data_maps(resource: &ResourceDef, object: &Value) -> Result<(), ApiErro
     Ok(())
 }
 
-/// The namespace must exist for anything created in it.
+/// The namespace must exist for anything created in it. The cache answers at once when it
+/// holds the namespace (namespaces are not deleted by this server yet); only a miss waits for
+/// the cache to catch up with the store, so a namespace created just before is found.
 async fn check_namespace(state: &AppState, namespace: &str) -> Result<(), ApiError> {
+    let key = format!("/registry/core/namespaces/{namespace}");
+    if state.cache.get(&key).0.is_some() {
+        return Ok(());
+    }
     super::read::ensure_fresh(state, None).await?;
-    if state.cache.get(&format!("/registry/core/namespaces/{namespace}")).0.is_none() {
+    if state.cache.get(&key).0.is_none() {
         return Err(ApiError::not_found("", "namespaces", namespace));
     }
     Ok(())
