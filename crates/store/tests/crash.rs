@@ -115,18 +115,23 @@ fn run_and_kill(dir: &Path, rng: &mut impl Rng) -> Vec<Ack> {
         .spawn()
         .unwrap();
     let stdout = child.stdout.take().unwrap();
+    let (first_ack, writing) = std::sync::mpsc::channel::<()>();
     let reader = std::thread::spawn(move || {
         let mut acks = Vec::new();
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
             if let Some(ack) = parse_ack(&line) {
+                if acks.is_empty() {
+                    let _ = first_ack.send(());
+                }
                 acks.push(ack);
             }
         }
         acks
     });
-    let kill_after = Duration::from_millis(rng.random_range(30..400));
-    std::thread::sleep(kill_after);
+    // Kill at a random moment once the child is writing (however slow its start-up was).
+    let _ = writing.recv_timeout(Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(rng.random_range(5..300)));
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
     reader.join().unwrap()
