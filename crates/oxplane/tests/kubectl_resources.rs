@@ -91,10 +91,10 @@ fn patches_of_every_type() {
 #[test]
 fn watch_prints_changes_and_wait_sees_conditions() {
     let server = with_widgets();
-    // The client ends the watch itself after its request timeout. Changes are made only after
-    // the watch has printed the initial rows, so it is surely watching.
+    // Changes are made only after the watch has printed the initial rows, so it is surely
+    // watching; it is stopped once both changes were printed (or ends after a minute).
     let mut watch = server
-        .kubectl_command(&["get", "wd", "-w", "--no-headers", "--request-timeout=8s"])
+        .kubectl_command(&["get", "wd", "-w", "--no-headers", "--request-timeout=60s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -106,9 +106,16 @@ fn watch_prints_changes_and_wait_sees_conditions() {
     }
     server.kubectl(&["patch", "wd", "b", "--type", "merge", "-p", r#"{"spec":{"size":42}}"#]);
     server.kubectl(&["delete", "wd", "c"]);
+    let seen_all = |rows: &[Vec<String>]| {
+        rows.iter().any(|r| r[0] == "b" && r[1] == "42") && rows.iter().filter(|r| r[0] == "c").count() >= 2
+    };
     for line in lines {
         rows.push(columns(&line.unwrap()));
+        if seen_all(&rows) {
+            break;
+        }
     }
+    let _ = watch.kill();
     watch.wait().unwrap();
     let text = format!("{rows:?}");
     assert!(rows.iter().any(|r| r[0] == "b" && r[1] == "42"), "{text}");
