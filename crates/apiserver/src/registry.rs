@@ -194,7 +194,9 @@ impl Registry {
 
     /// The resource served at `group/version/plural`.
     pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.all().into_iter().find(|r| r.group == group && r.version == version && r.plural == plural)
+        // Every request looks up its resource: search under the lock, clone only the match.
+        let resources = self.resources.read().unwrap_or_else(|p| p.into_inner());
+        resources.iter().find(|r| r.group == group && r.version == version && r.plural == plural).cloned()
     }
 
     /// Every served resource.

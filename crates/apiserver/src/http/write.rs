@@ -359,6 +359,18 @@ pub async fn update(
     }
 }
 
+/// Makes `to`'s status that of `from` (absent if `from` has none).
+fn copy_status(from: &Value, to: &mut Value) {
+    match from.get("status") {
+        Some(status) => to["status"] = status.clone(),
+        None => {
+            if let Some(map) = to.as_object_mut() {
+                map.remove("status");
+            }
+        }
+    }
+}
+
 /// Builds the object to store from the current one and the request body: server-owned
 /// metadata is kept, the status subresource splits what each endpoint may change, and the
 /// generation moves when the spec (anything but metadata and status) changes.
@@ -367,27 +379,13 @@ pub fn merge_for_update(resource: &ResourceDef, old: &Value, incoming: Value, su
     let mut object = match subresource {
         Some("status") => {
             let mut object = old.clone();
-            match incoming.get("status") {
-                Some(status) => object["status"] = status.clone(),
-                None => {
-                    if let Some(map) = object.as_object_mut() {
-                        map.remove("status");
-                    }
-                }
-            }
+            copy_status(&incoming, &mut object);
             object
         }
         _ => {
             let mut object = incoming;
             if has_status {
-                match old.get("status") {
-                    Some(status) => object["status"] = status.clone(),
-                    None => {
-                        if let Some(map) = object.as_object_mut() {
-                            map.remove("status");
-                        }
-                    }
-                }
+                copy_status(old, &mut object);
             }
             object
         }

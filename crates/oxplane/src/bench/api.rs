@@ -197,14 +197,12 @@ async fn list_objects(client: &kube::Client, count: usize) -> anyhow::Result<f64
     for task in tasks {
         task.await??;
     }
-    let mut times = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
+    super::median_of_five_ms(|| async {
         let list = api.list(&ListParams::default()).await?;
-        times.push(t.elapsed());
         anyhow::ensure!(list.items.len() == count, "listed {} of {count}", list.items.len());
-    }
-    Ok(Latencies::new(times).percentile_ms(50.0))
+        Ok(())
+    })
+    .await
 }
 
 /// Latency from a write to its delivery on each of `watchers` watches, over 20 writes.

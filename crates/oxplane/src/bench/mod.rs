@@ -72,6 +72,21 @@ impl Report {
     }
 }
 
+/// The median time of five runs of `run`, in milliseconds.
+pub async fn median_of_five_ms<F, Fut>(mut run: F) -> anyhow::Result<f64>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = anyhow::Result<()>>,
+{
+    let mut times = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        run().await?;
+        times.push(t.elapsed());
+    }
+    Ok(Latencies::new(times).percentile_ms(50.0))
+}
+
 /// Latency percentiles of a set of samples.
 pub struct Latencies(Vec<Duration>);
 

@@ -168,14 +168,12 @@ async fn range_and_replay(store: &Arc<SqliteStore>) -> anyhow::Result<(f64, f64)
     for task in tasks {
         task.await??;
     }
-    let mut times = Vec::new();
-    for _ in 0..5 {
-        let t = Instant::now();
+    let range_ms = super::median_of_five_ms(|| async {
         let response = store.range(RangeRequest { prefix: "/bench/range/".into(), ..Default::default() }).await?;
-        times.push(t.elapsed());
         anyhow::ensure!(response.kvs.len() == RANGE_KEYS, "range returned {} keys", response.kvs.len());
-    }
-    let range_ms = Latencies::new(times).percentile_ms(50.0);
+        Ok(())
+    })
+    .await?;
 
     let t = Instant::now();
     let mut watcher = store.watch("/bench/range/", before).await?;
