@@ -3,6 +3,8 @@
 //!
 //! - [`server`]: `oxplane up`: certificates, token, kubeconfig, the HTTPS listener, shutdown.
 //! - [`registry`]: the kinds served and where they live in URLs, discovery and the store.
+//! - [`state`]: what handlers and in-server controllers share.
+//! - [`ops`]: create, update, patch, delete with every rule a write obeys.
 //! - [`http`]: the request handlers.
 //! - [`status`]: Kubernetes `Status` errors.
 
@@ -13,11 +15,13 @@ pub mod http;
 pub mod jsonpath;
 pub mod objects;
 pub mod openapi;
+pub mod ops;
 pub mod patch;
 pub mod registry;
 pub mod schema;
 pub mod selectors;
 pub mod server;
+pub mod state;
 pub mod status;
 pub mod table;
 

@@ -162,6 +162,19 @@ impl ApiError {
         .with_details(group, resource, name)
     }
 
+    /// `<resource>.<group> "<name>" is forbidden: <why>`, as Kubernetes words a 403.
+    pub fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        ApiError::new(Reason::Forbidden, format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)))
+            .with_details(group, resource, name)
+    }
+
+    /// Adds a cause to `details.causes`.
+    pub fn with_cause(mut self, reason: &str, message: &str, field: &str) -> Self {
+        let details = self.details.get_or_insert_with(Box::default);
+        details.causes.push(Cause { reason: reason.into(), message: message.into(), field: field.into() });
+        self
+    }
+
     /// A 400 with a message.
     pub fn bad_request(message: impl Into<String>) -> Self {
         ApiError::new(Reason::BadRequest, message)

@@ -4,7 +4,7 @@ use oxplane_store::{Write, WriteResult};
 use serde_json::Value;
 
 use super::AppState;
-use super::write::store_error;
+use crate::state::store_error;
 use crate::crd;
 use crate::objects;
 use crate::status::ApiError;

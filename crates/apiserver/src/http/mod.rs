@@ -4,19 +4,17 @@ pub mod crds;
 mod discovery;
 mod health;
 pub mod metrics;
-mod patch;
 pub mod query;
-mod read;
+pub mod read;
 mod scale;
 mod resources;
 pub mod seed;
 mod select;
-mod validation;
+pub mod validation;
 mod watch;
-mod write;
+pub mod write;
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -24,40 +22,14 @@ use axum::http::header;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use oxplane_store::Store;
 
-use crate::cache::WatchCache;
-use crate::registry::Registry;
 use crate::server::auth;
 use crate::status::{ApiError, Reason};
 
 /// Largest request body accepted (Kubernetes' limit is 3 MiB).
 pub const MAX_BODY: usize = 3 * 1024 * 1024;
 
-/// What every handler shares.
-pub struct AppState {
-    /// The object store.
-    pub store: Arc<dyn Store>,
-    /// Every object in memory, for reads and watches.
-    pub cache: Arc<WatchCache>,
-    /// The served kinds.
-    pub registry: Arc<Registry>,
-    /// The admin bearer token.
-    pub token: String,
-    /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
-    pub ready: AtomicBool,
-    /// OpenAPI documents, cached per registry generation.
-    pub openapi: crate::openapi::OpenApi,
-    /// Request counters for `/metrics`.
-    pub metrics: metrics::Metrics,
-}
-
-impl AppState {
-    /// State over a store and a registry.
-    pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
-        AppState { store, cache, registry, token, ready: AtomicBool::new(false), openapi: Default::default(), metrics: Default::default() }
-    }
-}
+pub use crate::state::AppState;
 
 /// The whole API as one router.
 pub fn router(state: Arc<AppState>) -> Router {

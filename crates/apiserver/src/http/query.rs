@@ -38,6 +38,8 @@ pub struct Query {
     pub include_object: Option<String>,
     /// `propagationPolicy` given as a query parameter.
     pub propagation_policy: Option<String>,
+    /// `orphanDependents` (the deprecated form of `propagationPolicy=Orphan`).
+    pub orphan_dependents: Option<bool>,
 }
 
 fn boolean(name: &str, value: &str) -> Result<bool, ApiError> {
@@ -75,6 +77,7 @@ impl Query {
                 "force" => query.force = boolean(&key, &value)?,
                 "includeObject" => query.include_object = Some(value),
                 "propagationPolicy" => query.propagation_policy = Some(value),
+                "orphanDependents" => query.orphan_dependents = Some(boolean(&key, &value)?),
                 // Parameters clients send that change nothing here (`timeout`, `pretty`, ...).
                 _ => {}
             }

@@ -4,7 +4,6 @@
 //! otherwise from the store at that revision.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -14,39 +13,15 @@ use serde_json::{Value, json};
 use super::AppState;
 use super::query::Query;
 use super::select::Selection;
-use crate::cache::CacheError;
 use crate::objects;
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Reason};
 
-/// How long a read for a resourceVersion the cache has not reached yet may wait.
-const FUTURE_WAIT: Duration = Duration::from_secs(3);
-
-/// Maps cache failures to API errors.
-pub fn cache_error(error: CacheError) -> ApiError {
-    match error {
-        CacheError::Expired { requested, oldest } => {
-            ApiError::new(Reason::Expired, format!("too old resource version: {requested} ({oldest})"))
-        }
-        CacheError::TooLarge { requested, current } => {
-            ApiError::new(Reason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
-        }
-        CacheError::Store(error) => super::write::store_error(error),
-    }
-}
-
-/// Parses a resourceVersion parameter.
-pub fn parse_revision(rv: &str) -> Result<Revision, ApiError> {
-    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
-}
+pub use crate::state::{cache_error, parse_revision};
 
 /// Brings the cache to the freshness a read asks for.
 pub async fn ensure_fresh(state: &AppState, resource_version: Option<&str>) -> Result<(), ApiError> {
-    match resource_version {
-        None => state.cache.sync().await.map_err(cache_error),
-        Some("0") => Ok(()),
-        Some(rv) => state.cache.wait_for(parse_revision(rv)?, FUTURE_WAIT).await.map_err(cache_error),
-    }
+    state.ensure_fresh(resource_version).await
 }
 
 /// One object.
@@ -142,7 +117,7 @@ async fn from_store(state: &AppState, prefix: &str, revision: Revision) -> Resul
             Reason::Expired,
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
         ),
-        other => super::write::store_error(other),
+        other => crate::state::store_error(other),
     })?;
     response.kvs.iter().map(|kv| objects::from_store(kv).map(Arc::new)).collect()
 }

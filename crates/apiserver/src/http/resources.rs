@@ -15,11 +15,11 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 
-use super::patch::{self, PatchType};
 use super::query::Query;
 use super::select::Selection;
 use super::watch::{self, WatchRequest};
 use super::{AppState, read, scale, write};
+use crate::ops::{self, DeleteOptions, ObjectTarget, PatchType, WriteOptions};
 use crate::registry::ResourceDef;
 use crate::table::IncludeObject;
 use crate::status::{ApiError, Reason};
@@ -187,6 +187,11 @@ fn require_json_body(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// `DeleteOptions` from a DELETE's body and query.
+fn delete_options(body: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
+    DeleteOptions::parse(body, query.propagation_policy.as_deref(), query.orphan_dependents, query.dry_run.as_deref())
+}
+
 async fn dispatch(
     state: &AppState,
     request: Request,
@@ -198,7 +203,7 @@ async fn dispatch(
     let body = body_or_error(body)?;
     let target = parse(state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref())?;
-    let options = write::WriteOptions::from_query(query.dry_run.as_deref(), query.field_validation.as_deref())?;
+    let options = WriteOptions::from_query(&query)?;
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method.clone(), target.name.as_deref()) {
@@ -251,8 +256,8 @@ async fn dispatch(
                     None
                 }
             };
-            let object = write::ObjectTarget { resource: r, namespace: ns, name, subresource: Some("scale") };
-            scale::write(state, &object, paths, patch_type, &body, options).await
+            let object = ObjectTarget { resource: r, namespace: ns, name, subresource: Some("scale") };
+            scale::write(state, &object, paths, patch_type, &body, &options).await
         }
         (Method::GET, Some(name)) => {
             let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
@@ -265,25 +270,34 @@ async fn dispatch(
         }
         (Method::POST, None) => {
             require_json_body(&headers)?;
-            write::create(state, r, ns, &body, options).await
+            let object = ops::parse_body(&body)?;
+            ops::create(state, r, ns, object, Some(&body), &options).await.map(write::created)
         }
         (Method::PUT, Some(name)) => {
             require_json_body(&headers)?;
-            write::update(state, r, ns, name, target.subresource.as_deref(), &body, options).await
+            let target = ObjectTarget { resource: r, namespace: ns, name, subresource: target.subresource.as_deref() };
+            let object = ops::parse_body(&body)?;
+            ops::update(state, &target, object, Some(&body), &options).await.map(write::updated)
         }
         (Method::PATCH, Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type(&headers).as_deref())?;
-            let object = write::ObjectTarget { resource: r, namespace: ns, name, subresource: target.subresource.as_deref() };
-            patch::patch(state, &object, patch_type, &body, options).await
+            let target = ObjectTarget { resource: r, namespace: ns, name, subresource: target.subresource.as_deref() };
+            ops::patch(state, &target, patch_type, &body, &options).await.map(write::updated)
         }
-        (Method::DELETE, Some(name)) => write::delete(state, r, ns, name, options).await,
+        (Method::DELETE, Some(name)) => {
+            let options = delete_options(&body, &query)?;
+            let target = ObjectTarget { resource: r, namespace: ns, name, subresource: None };
+            ops::delete(state, &target, &options).await.map(|outcome| write::deleted(r, name, outcome))
+        }
         (Method::DELETE, None) => {
             let prefix = match ns {
                 Some(ns) => r.namespace_prefix(ns),
                 None => r.prefix(),
             };
             let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
-            write::delete_collection(state, r, &prefix, &selection, options).await
+            let options = delete_options(&body, &query)?;
+            let items = ops::delete_collection(state, r, &prefix, |view| selection.matches(view), &options).await?;
+            Ok(write::deleted_list(r, items))
         }
         (method, _) => Err(ApiError::new(
             Reason::MethodNotAllowed,

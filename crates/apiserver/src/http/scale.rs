@@ -8,8 +8,8 @@ use oxplane_store::{Write, WriteResult};
 use serde_json::{Value, json};
 
 use super::AppState;
-use super::patch::{PatchType, apply_to};
-use super::write::{ObjectTarget, WriteOptions, parse_body, store_error};
+use crate::ops::{ObjectTarget, PatchType, WriteOptions, apply_to, parse_body};
+use crate::state::store_error;
 use crate::objects;
 use crate::registry::ScalePaths;
 use crate::status::{ApiError, Cause};
@@ -62,7 +62,7 @@ pub async fn write(
     paths: &ScalePaths,
     patch: Option<PatchType>,
     body: &[u8],
-    options: WriteOptions,
+    options: &WriteOptions,
 ) -> Result<Response, ApiError> {
     let resource = target.resource;
     let key = resource.key(target.namespace, target.name);

@@ -3,14 +3,12 @@
 //! to the stored object and written with compare-and-swap; on a concurrent change it is applied
 //! again to the new version, unless the patch itself pins a resourceVersion.
 
-use axum::Json;
-use axum::response::{IntoResponse, Response};
-use oxplane_store::{Write, WriteResult};
 use serde_json::Value;
 
-use super::AppState;
-use super::write::{merge_for_update, store_error};
+use super::update::{Commit, commit};
+use super::{ObjectTarget, WriteOptions, Written};
 use crate::objects;
+use crate::state::{AppState, store_error};
 use crate::patch::{self, JsonPatchError, StrategicError};
 use crate::registry::ResourceDef;
 use crate::status::{ApiError, Reason};
@@ -65,7 +63,7 @@ fn strategic_error(error: StrategicError) -> ApiError {
 }
 
 /// Applies the patch body to `current` (an object of `resource`, or a view of one).
-pub(super) fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
+pub fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &Value, body: &[u8]) -> Result<Value, ApiError> {
     let parsed: Value = serde_json::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("the patch is not valid JSON: {e}")))?;
     match patch_type {
@@ -93,16 +91,16 @@ pub(super) fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &
     }
 }
 
-/// PATCH an object (or its status).
+/// PATCH an object (or one of its subresources).
 pub async fn patch(
     state: &AppState,
-    target: &super::write::ObjectTarget<'_>,
+    target: &ObjectTarget<'_>,
     patch_type: PatchType,
     body: &[u8],
-    options: super::write::WriteOptions,
-) -> Result<Response, ApiError> {
-    let super::write::ObjectTarget { resource, namespace, name, subresource } = *target;
-    let key = resource.key(namespace, name);
+    options: &WriteOptions,
+) -> Result<Written, ApiError> {
+    let ObjectTarget { resource, name, .. } = *target;
+    let key = target.key();
     for _ in 0..RETRIES {
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
             return Err(ApiError::not_found(&resource.group, &resource.plural, name));
@@ -123,32 +121,13 @@ pub async fn patch(
         {
             return Err(ApiError::conflict(&resource.group, &resource.plural, name));
         }
-        let unchanged_identity = objects::meta_str(&patched, "name").is_none_or(|n| n == name);
-        if !unchanged_identity {
+        if objects::meta_str(&patched, "name").is_some_and(|n| n != name) {
             return Err(ApiError::bad_request("metadata.name cannot be changed by a patch"));
         }
-        let mut object = merge_for_update(resource, &old, patched, subresource)?;
-        super::write::normalize(resource, &mut object)?;
-        let warnings = super::validation::admit(resource, &mut object, name, options.field_validation, None)?;
-        super::write::validate(resource, &object, name)?;
-        if options.dry_run {
-            crate::convert::present(resource, &mut object);
-            return Ok(super::validation::with_warnings(Json(object).into_response(), &warnings));
-        }
-        let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected: kv.mod_revision };
-        match state.store.write(write).await.map_err(store_error)? {
-            WriteResult::Committed(event) => {
-                objects::set_resource_version(&mut object, event.revision());
-                if resource.crd.is_none() && resource.kind == "CustomResourceDefinition" && subresource.is_none() {
-                    object = super::crds::establish(state, object).await?;
-                }
-                crate::convert::present(resource, &mut object);
-                return Ok(super::validation::with_warnings(Json(object).into_response(), &warnings));
-            }
-            WriteResult::Rejected { .. } if pinned.is_some() => {
-                return Err(ApiError::conflict(&resource.group, &resource.plural, name));
-            }
-            WriteResult::Rejected { .. } => continue,
+        match commit(state, target, &kv, &old, patched, None, options).await? {
+            Commit::Written(written) => return Ok(written),
+            Commit::Raced if pinned.is_some() => return Err(ApiError::conflict(&resource.group, &resource.plural, name)),
+            Commit::Raced => continue,
         }
     }
     Err(ApiError::conflict(&resource.group, &resource.plural, name))

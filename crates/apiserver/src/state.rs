@@ -1,0 +1,98 @@
+//! The server's shared state: the store, the watch cache over it, the served kinds and the
+//! admission chain. HTTP handlers, the object operations of [`crate::ops`] and the in-server
+//! controllers of [`crate::controllers`] all work through one [`AppState`].
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use oxplane_store::{Revision, Store, StoreError};
+
+use crate::cache::{CacheError, WatchCache};
+use crate::ops::admission::AdmissionChain;
+use crate::registry::Registry;
+use crate::status::{ApiError, Reason};
+
+/// How long a read for a resourceVersion the cache has not reached yet may wait.
+const FUTURE_WAIT: Duration = Duration::from_secs(3);
+
+/// What every handler and in-server controller shares.
+pub struct AppState {
+    /// The object store.
+    pub store: Arc<dyn Store>,
+    /// Every object in memory, for reads and watches.
+    pub cache: Arc<WatchCache>,
+    /// The served kinds.
+    pub registry: Arc<Registry>,
+    /// Hooks every write passes through.
+    pub admission: AdmissionChain,
+    /// The admin bearer token.
+    pub token: String,
+    /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
+    pub ready: AtomicBool,
+    /// OpenAPI documents, cached per registry generation.
+    pub openapi: crate::openapi::OpenApi,
+    /// Request counters for `/metrics`.
+    pub metrics: crate::http::metrics::Metrics,
+}
+
+impl AppState {
+    /// State over a store and a registry, with the built-in admission hooks.
+    pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
+        AppState {
+            store,
+            cache,
+            registry,
+            admission: AdmissionChain::with_builtins(),
+            token,
+            ready: AtomicBool::new(false),
+            openapi: Default::default(),
+            metrics: Default::default(),
+        }
+    }
+
+    /// Brings the cache to the freshness a read asks for: unset means everything committed so
+    /// far, `0` whatever the cache holds, `N` at least revision N.
+    pub async fn ensure_fresh(&self, resource_version: Option<&str>) -> Result<(), ApiError> {
+        match resource_version {
+            None => self.cache.sync().await.map_err(cache_error),
+            Some("0") => Ok(()),
+            Some(rv) => self.cache.wait_for(parse_revision(rv)?, FUTURE_WAIT).await.map_err(cache_error),
+        }
+    }
+}
+
+/// Maps cache failures to API errors.
+pub fn cache_error(error: CacheError) -> ApiError {
+    match error {
+        CacheError::Expired { requested, oldest } => {
+            ApiError::new(Reason::Expired, format!("too old resource version: {requested} ({oldest})"))
+        }
+        CacheError::TooLarge { requested, current } => {
+            ApiError::new(Reason::Timeout, format!("Too large resource version: {requested}, current: {current}"))
+        }
+        CacheError::Store(error) => store_error(error),
+    }
+}
+
+/// Maps store failures to API errors.
+pub fn store_error(error: StoreError) -> ApiError {
+    match error {
+        StoreError::Compacted { requested, compacted } => {
+            ApiError::new(Reason::Expired, format!("too old resource version: {requested} ({compacted})"))
+        }
+        StoreError::DiskFull(_) => {
+            tracing::error!(%error, "write refused: disk full");
+            ApiError::new(Reason::ServiceUnavailable, error.to_string())
+        }
+        other => {
+            tracing::error!(error = %other, "store failure");
+            ApiError::internal(other.to_string())
+        }
+    }
+}
+
+/// Parses a resourceVersion parameter.
+pub fn parse_revision(rv: &str) -> Result<Revision, ApiError> {
+    rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))
+}
