@@ -9,6 +9,7 @@
 //! - [`status`]: Kubernetes `Status` errors.
 
 pub mod cache;
+pub mod controllers;
 pub mod convert;
 pub mod crd;
 pub mod http;

@@ -141,17 +141,25 @@ pub fn builtins() -> Vec<ResourceDef> {
 }
 
 /// Every served resource; lookups are by group, version and plural.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Registry {
     resources: RwLock<Vec<Arc<ResourceDef>>>,
     /// Bumped on every change, so derived documents (OpenAPI) know when to rebuild.
     generation: std::sync::atomic::AtomicU64,
+    /// Tells watchers of changes (a watch on a kind no longer served ends).
+    notify: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry { resources: RwLock::default(), generation: Default::default(), notify: tokio::sync::watch::Sender::new(0) }
+    }
 }
 
 impl Registry {
     /// A registry holding the built-in kinds.
     pub fn with_builtins() -> Self {
-        Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()), generation: Default::default() }
+        Registry { resources: RwLock::new(builtins().into_iter().map(Arc::new).collect()), ..Default::default() }
     }
 
     /// Changes whenever the served resources change.
@@ -160,7 +168,18 @@ impl Registry {
     }
 
     fn changed(&self) {
-        self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let generation = self.generation.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        self.notify.send_replace(generation);
+    }
+
+    /// A receiver that wakes on every change of the served resources.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.notify.subscribe()
+    }
+
+    /// Whether `resource` is still served as it was (same group, version, plural and CRD).
+    pub fn still_serves(&self, resource: &ResourceDef) -> bool {
+        self.get(&resource.group, &resource.version, &resource.plural).is_some_and(|r| r.crd == resource.crd)
     }
 
     /// Serves the resources of CRD `crd` (replacing what it served before), unless their
@@ -197,6 +216,26 @@ impl Registry {
         // Every request looks up its resource: search under the lock, clone only the match.
         let resources = self.resources.read().unwrap_or_else(|p| p.into_inner());
         resources.iter().find(|r| r.group == group && r.version == version && r.plural == plural).cloned()
+    }
+
+    /// The resource of objects with this `apiVersion` and `kind`; when that version is not
+    /// served, any served version of the same group and kind (they share storage).
+    pub fn find_kind(&self, api_version: &str, kind: &str) -> Option<Arc<ResourceDef>> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let resources = self.resources.read().unwrap_or_else(|p| p.into_inner());
+        let same_kind = |r: &&Arc<ResourceDef>| r.group == group && r.kind == kind;
+        resources
+            .iter()
+            .filter(same_kind)
+            .find(|r| r.version == version)
+            .or_else(|| resources.iter().find(same_kind))
+            .cloned()
+    }
+
+    /// One served resource per storage (the first served version of each).
+    pub fn by_storage(&self) -> Vec<Arc<ResourceDef>> {
+        let mut seen = std::collections::HashSet::new();
+        self.all().into_iter().filter(|r| seen.insert(r.storage.clone())).collect()
     }
 
     /// Every served resource.

@@ -231,7 +231,7 @@ async fn dispatch(
                     timeout: query.timeout_seconds.map(Duration::from_secs),
                     table,
                 };
-                return Ok(watch::stream(&state.cache, request, &state.metrics.watchers));
+                return Ok(watch::stream(&state.cache, &state.registry, request, &state.metrics.watchers));
             }
             let list = read::list(state, r, &prefix, &selection, &query).await?;
             match table {

@@ -18,7 +18,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::select::Selection;
 use crate::cache::{CacheError, CacheEvent, EventType, Live, WatchCache};
-use crate::registry::ResourceDef;
+use crate::registry::{Registry, ResourceDef};
 use crate::status::{ApiError, Reason};
 use crate::table::IncludeObject;
 
@@ -48,13 +48,14 @@ pub struct WatchRequest {
 
 /// Starts streaming; the response is always 200 once the request is valid. `watchers` counts
 /// the open streams.
-pub fn stream(cache: &Arc<WatchCache>, request: WatchRequest, watchers: &Arc<std::sync::atomic::AtomicI64>) -> Response {
+pub fn stream(cache: &Arc<WatchCache>, registry: &Arc<Registry>, request: WatchRequest, watchers: &Arc<std::sync::atomic::AtomicI64>) -> Response {
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
     match cache.watch(&request.prefix, request.after) {
         Ok(watch) => {
             let guard = super::metrics::WatchGuard::open(watchers);
+            let registry = registry.clone();
             tokio::spawn(async move {
-                run(request, watch, tx).await;
+                run(request, watch, tx, registry).await;
                 drop(guard);
             });
         }
@@ -145,7 +146,8 @@ fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selecti
     Some(event_line(kind, &payload(event, &object, rendering)))
 }
 
-async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>) {
+async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>, registry: Arc<Registry>) {
+    let mut served = registry.subscribe();
     let mut rendering = Rendering { resource: &request.resource, table: request.table, first: true };
     for event in &watch.initial {
         if let Some(line) = render(event, &mut rendering, &request.selection)
@@ -201,6 +203,13 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
                 }
             }
             () = &mut deadline => return,
+            // The kind stopped being served (its CRD was deleted): the stream ends, as
+            // Kubernetes ends it when the kind's storage goes.
+            changed = served.changed() => {
+                if changed.is_err() || !registry.still_serves(&request.resource) {
+                    return;
+                }
+            }
             () = tx.closed() => return,
         }
     }

@@ -61,7 +61,7 @@ pub fn namespace_finalizers(object: &Value) -> Vec<String> {
 pub fn ready_to_vanish(resource: &ResourceDef, object: &Value) -> bool {
     is_deleting(object)
         && finalizers(object).is_empty()
-        && !(is_namespace(resource) && !namespace_finalizers(object).is_empty())
+        && (!is_namespace(resource) || namespace_finalizers(object).is_empty())
 }
 
 /// The rules an update of a deleting object must keep: no finalizer may be added.

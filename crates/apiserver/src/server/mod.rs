@@ -64,6 +64,7 @@ pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output
     let state = Arc::new(AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone()));
     http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
     http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
+    let _controllers = crate::controllers::start(&state);
     kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
     state.ready.store(true, Ordering::SeqCst);
     tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");

@@ -1,0 +1,44 @@
+//! Controllers that run inside the server, as kube-controller-manager's do beside
+//! kube-apiserver: the garbage collector, namespace deletion, and CRD cleanup.
+//!
+//! Each one follows the whole watch cache (every object of every kind), keeps what it needs
+//! in memory, and acts through [`crate::ops`] like any client would, so its writes obey every
+//! rule and admission hook. Nothing it needs lives only in memory: after a restart the first
+//! listing brings back every pending piece of work (a deletion half done finishes).
+//!
+//! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
+//! `crd_cleanup.rs`, `events.rs` (Events the controllers record).
+
+mod crd_cleanup;
+mod events;
+mod gc;
+mod namespaces;
+mod runner;
+
+use std::sync::Arc;
+
+use crate::state::AppState;
+
+/// The running controllers; dropping this stops them.
+pub struct Controllers {
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Controllers {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// Starts every in-server controller on the runtime.
+pub fn start(state: &Arc<AppState>) -> Controllers {
+    Controllers {
+        tasks: vec![
+            tokio::spawn(runner::run(state.clone(), gc::GarbageCollector::default())),
+            tokio::spawn(runner::run(state.clone(), namespaces::NamespaceController::default())),
+            tokio::spawn(runner::run(state.clone(), crd_cleanup::CrdCleanup::default())),
+        ],
+    }
+}
