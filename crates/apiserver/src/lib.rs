@@ -18,6 +18,7 @@ pub mod objects;
 pub mod openapi;
 pub mod ops;
 pub mod patch;
+pub mod protobuf;
 pub mod registry;
 pub mod schema;
 pub mod selectors;

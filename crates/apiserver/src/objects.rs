@@ -79,6 +79,17 @@ pub fn stamp_new(object: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The `PartialObjectMetadata` view of an object: its type and metadata only.
+pub fn partial_metadata(object: &Value) -> Value {
+    json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1", "metadata": object["metadata"]})
+}
+
+/// A list turned into a `PartialObjectMetadataList`.
+pub fn metadata_list(mut list: Value) -> Value {
+    let items: Vec<Value> = list["items"].as_array().map(|items| items.iter().map(partial_metadata).collect()).unwrap_or_default();
+    json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list["metadata"].take(), "items": items})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

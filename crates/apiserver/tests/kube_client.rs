@@ -134,3 +134,32 @@ async fn watcher_sees_every_change() {
     assert_eq!(seen, ["init before", "apply after", "delete before"]);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn metadata_only_reads_list_get_and_watch() {
+    let server = TestServer::start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(server.client().await, "default");
+    cms.create(&PostParams::default(), &config_map("meta-a", &[("app", "m")])).await.unwrap();
+    cms.create(&PostParams::default(), &config_map("meta-b", &[("app", "other")])).await.unwrap();
+
+    let list = cms.list_metadata(&ListParams::default().labels("app=m")).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert_eq!(list.items[0].metadata.name.as_deref(), Some("meta-a"));
+    assert!(list.metadata.resource_version.is_some());
+    let one = cms.get_metadata("meta-b").await.unwrap();
+    assert_eq!(one.metadata.labels.unwrap()["app"], "other");
+    assert_eq!(one.types.unwrap().kind, "PartialObjectMetadata");
+
+    let stream = kube::runtime::metadata_watcher(cms.clone(), watcher::Config::default().labels("app=m"));
+    let mut stream = std::pin::pin!(stream);
+    let first = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Some(Event::InitApply(object)) = stream.try_next().await.unwrap() {
+                return object;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(first.metadata.name.as_deref(), Some("meta-a"));
+}

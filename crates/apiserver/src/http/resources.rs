@@ -139,9 +139,21 @@ fn content_type(headers: &HeaderMap) -> Option<String> {
     Some(value.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
 }
 
-/// Whether the client asked for a Table (kubectl get); 406 if it accepts nothing we serve.
-fn wants_table(headers: &HeaderMap) -> Result<bool, ApiError> {
-    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else { return Ok(false) };
+/// The form a client asked to receive objects in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Output {
+    /// The objects themselves.
+    Plain,
+    /// A `meta.k8s.io` Table (kubectl get).
+    Table,
+    /// `PartialObjectMetadata`: only each object's metadata (kube-rs `list_metadata`,
+    /// client-go metadata informers).
+    Metadata,
+}
+
+/// Picks the first `Accept` range this server serves; 406 if it serves none of them.
+fn output(headers: &HeaderMap) -> Result<Output, ApiError> {
+    let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) else { return Ok(Output::Plain) };
     for range in accept.split(',') {
         let mut parts = range.split(';').map(str::trim);
         let media = parts.next().unwrap_or_default().to_ascii_lowercase();
@@ -149,13 +161,13 @@ fn wants_table(headers: &HeaderMap) -> Result<bool, ApiError> {
             .filter_map(|p| p.split_once('=').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
             .collect();
         let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+        let meta_v1 = param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1") | Some("v1beta1"));
         match media.as_str() {
             "application/json" | "application/*" | "*/*" => match param("as") {
-                None => return Ok(false),
-                Some("Table") if param("g") == Some("meta.k8s.io") && matches!(param("v"), Some("v1") | Some("v1beta1")) => {
-                    return Ok(true);
-                }
-                // Other conversions (PartialObjectMetadata) are not served; try the next range.
+                None => return Ok(Output::Plain),
+                Some("Table") if meta_v1 => return Ok(Output::Table),
+                Some("PartialObjectMetadata" | "PartialObjectMetadataList") if meta_v1 => return Ok(Output::Metadata),
+                // Other conversions are not served; try the next range.
                 Some(_) => continue,
             },
             _ => continue,
@@ -163,7 +175,7 @@ fn wants_table(headers: &HeaderMap) -> Result<bool, ApiError> {
     }
     Err(ApiError::new(
         Reason::NotAcceptable,
-        format!("only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io (asked for {accept})"),
+        format!("only the following media types are accepted: application/json, application/json;as=Table;v=v1;g=meta.k8s.io, application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (asked for {accept})"),
     ))
 }
 
@@ -175,21 +187,52 @@ fn table_response(table: serde_json::Value) -> Response {
     response
 }
 
-/// Checks that a POST or PUT body is JSON (or has no declared type, as the Python client
-/// sends it).
+/// The object a POST or PUT carries: JSON (also when no type is declared, as the Python client
+/// sends it) or Kubernetes protobuf (kubectl 1.32+ for built-in kinds). For JSON, the raw
+/// bytes come back too, for duplicate-field detection.
+fn request_object<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(serde_json::Value, Option<&'a [u8]>), ApiError> {
+    match content_type(headers).as_deref() {
+        None | Some("") | Some("application/json") | Some("*/*") => Ok((ops::parse_body(body)?, Some(body))),
+        Some(crate::protobuf::MEDIA_TYPE) => Ok((decode_protobuf(body)?, None)),
+        Some(other) => Err(unsupported_body(other)),
+    }
+}
+
+/// Checks that a body is JSON (scale objects come only as JSON).
 fn require_json_body(headers: &HeaderMap) -> Result<(), ApiError> {
     match content_type(headers).as_deref() {
         None | Some("") | Some("application/json") | Some("*/*") => Ok(()),
-        Some(other) => Err(ApiError::new(
-            Reason::UnsupportedMediaType,
-            format!("the body of the request was in an unknown format - accepted media types include: application/json (got {other})"),
-        )),
+        Some(other) => Err(unsupported_body(other)),
+    }
+}
+
+fn unsupported_body(other: &str) -> ApiError {
+    ApiError::new(
+        Reason::UnsupportedMediaType,
+        format!("the body of the request was in an unknown format - accepted media types include: application/json, application/vnd.kubernetes.protobuf (got {other})"),
+    )
+}
+
+fn decode_protobuf(body: &[u8]) -> Result<serde_json::Value, ApiError> {
+    use crate::protobuf::ProtobufError;
+    crate::protobuf::decode_object(body).map_err(|error| match error {
+        ProtobufError::UnsupportedKind { .. } => ApiError::new(Reason::UnsupportedMediaType, error.to_string()),
+        other => ApiError::bad_request(format!("the protobuf request body could not be decoded: {other}")),
+    })
+}
+
+/// A DELETE body as JSON bytes (protobuf `DeleteOptions` are decoded first).
+fn delete_body(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, ApiError> {
+    match content_type(headers).as_deref() {
+        Some(crate::protobuf::MEDIA_TYPE) if !body.is_empty() => Ok(decode_protobuf(body)?.to_string().into_bytes()),
+        _ => Ok(body.to_vec()),
     }
 }
 
 /// `DeleteOptions` from a DELETE's body and query.
-fn delete_options(body: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
-    DeleteOptions::parse(body, query.propagation_policy.as_deref(), query.orphan_dependents, query.dry_run.as_deref())
+fn delete_options(headers: &HeaderMap, body: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
+    let body = delete_body(headers, body)?;
+    DeleteOptions::parse(&body, query.propagation_policy.as_deref(), query.orphan_dependents, query.dry_run.as_deref())
 }
 
 async fn dispatch(
@@ -213,9 +256,10 @@ async fn dispatch(
                 None => r.prefix(),
             };
             let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
-            let table = match wants_table(&headers)? {
-                true => Some(IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?),
-                false => None,
+            let output = output(&headers)?;
+            let table = match output {
+                Output::Table => Some(IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?),
+                _ => None,
             };
             if query.watch {
                 let after = match query.resource_version.as_deref() {
@@ -230,16 +274,18 @@ async fn dispatch(
                     bookmarks: query.allow_watch_bookmarks,
                     timeout: query.timeout_seconds.map(Duration::from_secs),
                     table,
+                    metadata_only: output == Output::Metadata,
                 };
                 return Ok(watch::stream(&state.cache, &state.registry, request, &state.metrics.watchers));
             }
             let list = read::list(state, r, &prefix, &selection, &query).await?;
-            match table {
-                None => Ok(Json(list).into_response()),
-                Some(include) => {
+            match (output, table) {
+                (Output::Table, Some(include)) => {
                     let items = list["items"].as_array().cloned().unwrap_or_default();
                     Ok(table_response(crate::table::table(r, &items, list["metadata"].clone(), include, true)))
                 }
+                (Output::Metadata, _) => Ok(Json(crate::objects::metadata_list(list)).into_response()),
+                _ => Ok(Json(list).into_response()),
             }
         }
         (Method::GET, Some(name)) if target.subresource.as_deref() == Some("scale") => {
@@ -261,23 +307,24 @@ async fn dispatch(
         }
         (Method::GET, Some(name)) => {
             let object = read::get(state, r, &r.key(ns, name), name, &query).await?;
-            if wants_table(&headers)? {
-                let include = IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?;
-                let metadata = serde_json::json!({"resourceVersion": object["metadata"]["resourceVersion"]});
-                return Ok(table_response(crate::table::table(r, &[object], metadata, include, true)));
+            match output(&headers)? {
+                Output::Table => {
+                    let include = IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?;
+                    let metadata = serde_json::json!({"resourceVersion": object["metadata"]["resourceVersion"]});
+                    Ok(table_response(crate::table::table(r, &[object], metadata, include, true)))
+                }
+                Output::Metadata => Ok(Json(crate::objects::partial_metadata(&object)).into_response()),
+                Output::Plain => Ok(Json(object).into_response()),
             }
-            Ok(Json(object).into_response())
         }
         (Method::POST, None) => {
-            require_json_body(&headers)?;
-            let object = ops::parse_body(&body)?;
-            ops::create(state, r, ns, object, Some(&body), &options).await.map(write::created)
+            let (object, raw) = request_object(&headers, &body)?;
+            ops::create(state, r, ns, object, raw, &options).await.map(write::created)
         }
         (Method::PUT, Some(name)) => {
-            require_json_body(&headers)?;
             let target = ObjectTarget { resource: r, namespace: ns, name, subresource: target.subresource.as_deref() };
-            let object = ops::parse_body(&body)?;
-            ops::update(state, &target, object, Some(&body), &options).await.map(write::updated)
+            let (object, raw) = request_object(&headers, &body)?;
+            ops::update(state, &target, object, raw, &options).await.map(write::updated)
         }
         (Method::PATCH, Some(name)) => {
             let patch_type = PatchType::from_content_type(content_type(&headers).as_deref())?;
@@ -285,7 +332,7 @@ async fn dispatch(
             ops::patch(state, &target, patch_type, &body, &options).await.map(write::updated)
         }
         (Method::DELETE, Some(name)) => {
-            let options = delete_options(&body, &query)?;
+            let options = delete_options(&headers, &body, &query)?;
             let target = ObjectTarget { resource: r, namespace: ns, name, subresource: None };
             ops::delete(state, &target, &options).await.map(|outcome| write::deleted(r, name, outcome))
         }
@@ -295,7 +342,7 @@ async fn dispatch(
                 None => r.prefix(),
             };
             let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
-            let options = delete_options(&body, &query)?;
+            let options = delete_options(&headers, &body, &query)?;
             let items = ops::delete_collection(state, r, &prefix, |view| selection.matches(view), &options).await?;
             Ok(write::deleted_list(r, items))
         }

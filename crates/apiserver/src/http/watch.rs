@@ -44,6 +44,8 @@ pub struct WatchRequest {
     pub timeout: Option<Duration>,
     /// Send each object as a one-row Table (kubectl get -w).
     pub table: Option<IncludeObject>,
+    /// Send only each object's metadata, as `PartialObjectMetadata`.
+    pub metadata_only: bool,
 }
 
 /// Starts streaming; the response is always 200 once the request is valid. `watchers` counts
@@ -100,6 +102,8 @@ struct Rendering<'a> {
     table: Option<IncludeObject>,
     /// Column definitions go with the first Table only.
     first: bool,
+    /// `PartialObjectMetadata` instead of the objects.
+    metadata_only: bool,
 }
 
 /// The object as this watcher sees it: shared, or converted to the watched version.
@@ -114,6 +118,9 @@ fn presented(object: &Arc<serde_json::Value>, resource: &ResourceDef) -> Arc<ser
 
 /// The `object` of a watch event line.
 fn payload(event: &CacheEvent, object: &Arc<serde_json::Value>, rendering: &mut Rendering<'_>) -> Bytes {
+    if rendering.metadata_only {
+        return Bytes::from(crate::objects::partial_metadata(object).to_string());
+    }
     let Some(include) = rendering.table else {
         if Arc::ptr_eq(object, &event.object) {
             return event.object_json();
@@ -148,7 +155,7 @@ fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selecti
 
 async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>, registry: Arc<Registry>) {
     let mut served = registry.subscribe();
-    let mut rendering = Rendering { resource: &request.resource, table: request.table, first: true };
+    let mut rendering = Rendering { resource: &request.resource, table: request.table, first: true, metadata_only: request.metadata_only };
     for event in &watch.initial {
         if let Some(line) = render(event, &mut rendering, &request.selection)
             && tx.send(line).await.is_err()
@@ -229,7 +236,7 @@ mod tests {
         let resource = builtins().into_iter().find(|r| r.kind == "ConfigMap").unwrap();
         let selection = Selection::parse(&resource, Some(selector), None).unwrap();
         let event = CacheEvent::new(2, "/k".into(), kind, cm(now), prev.map(cm));
-        let mut rendering = Rendering { resource: &resource, table: None, first: true };
+        let mut rendering = Rendering { resource: &resource, table: None, first: true, metadata_only: false };
         let line = render(&event, &mut rendering, &selection)?;
         let parsed: Value = serde_json::from_slice(&line).unwrap();
         Some(parsed["type"].as_str().unwrap().to_string())

@@ -60,6 +60,22 @@ impl Server {
         }
     }
 
+    /// Kills the server with SIGKILL (no chance to clean up) and starts it again.
+    pub fn kill_and_restart(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.spawn();
+    }
+
+    /// A kube-rs client from the server's kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
     /// The data directory.
     pub fn dir(&self) -> &Path {
         self.dir.path()

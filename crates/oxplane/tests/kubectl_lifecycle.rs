@@ -1,0 +1,91 @@
+//! The real `kubectl` deleting things: cascades (foreground, background, orphan) through owner
+//! references, finalizers holding objects, `delete --wait`, `wait --for=delete`, namespaces.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use support::Server;
+
+const WIDGET_CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"widgets.example.com"},
+ "spec":{"group":"example.com","scope":"Namespaced",
+  "names":{"plural":"widgets","singular":"widget","kind":"Widget"},
+  "versions":[{"name":"v1","served":true,"storage":true,
+   "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}"#;
+
+fn with_owner(name: &str) -> (Server, String) {
+    let server = Server::start();
+    server.kubectl_stdin(&["create", "-f", "-"], WIDGET_CRD);
+    server.kubectl(&["wait", "--for=condition=Established", "crd/widgets.example.com", "--timeout=60s"]);
+    server.kubectl_stdin(&["create", "-f", "-"], &format!(r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"{name}"}},"spec":{{}}}}"#));
+    let uid = server.kubectl(&["get", "widget", name, "-o", "jsonpath={.metadata.uid}"]);
+    (server, uid)
+}
+
+fn dependent(server: &Server, name: &str, owner: &str, uid: &str, finalizer: Option<&str>) {
+    let finalizers = finalizer.map(|f| format!(r#","finalizers":["{f}"]"#)).unwrap_or_default();
+    server.kubectl_stdin(&["create", "-f", "-"], &format!(
+        r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"{finalizers},"ownerReferences":[{{"apiVersion":"example.com/v1","kind":"Widget","name":"{owner}","uid":"{uid}","blockOwnerDeletion":true}}]}},"data":{{"k":"v"}}}}"#
+    ));
+}
+
+fn exists(server: &Server, args: &[&str]) -> bool {
+    let mut full = vec!["get"];
+    full.extend_from_slice(args);
+    full.push("--ignore-not-found");
+    full.extend_from_slice(&["-o", "name"]);
+    !server.kubectl(&full).trim().is_empty()
+}
+
+#[test]
+fn foreground_cascade_waits_for_a_held_dependent() {
+    let (server, uid) = with_owner("fg");
+    dependent(&server, "fg-held", "fg", &uid, Some("example.com/hold"));
+    dependent(&server, "fg-free", "fg", &uid, None);
+    server.kubectl(&["delete", "widget", "fg", "--cascade=foreground", "--wait=false"]);
+    server.kubectl(&["wait", "--for=delete", "configmap/fg-free", "--timeout=60s"]);
+    let finalizers = server.kubectl(&["get", "widget", "fg", "-o", "jsonpath={.metadata.finalizers}"]);
+    assert!(finalizers.contains("foregroundDeletion"), "{finalizers}");
+    assert!(!server.kubectl(&["get", "widget", "fg", "-o", "jsonpath={.metadata.deletionTimestamp}"]).is_empty());
+
+    server.kubectl(&["patch", "configmap", "fg-held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    server.kubectl(&["wait", "--for=delete", "widget/fg", "--timeout=60s"]);
+    assert!(!exists(&server, &["configmap", "fg-held"]));
+}
+
+#[test]
+fn background_and_orphan_cascades() {
+    let (server, uid) = with_owner("bg");
+    dependent(&server, "bg-dep", "bg", &uid, None);
+    // `kubectl delete` waits for the object to go by default.
+    let out = server.kubectl(&["delete", "widget", "bg"]);
+    assert!(out.contains("deleted"), "{out}");
+    assert!(!exists(&server, &["widget", "bg"]));
+    server.kubectl(&["wait", "--for=delete", "configmap/bg-dep", "--timeout=60s"]);
+
+    server.kubectl_stdin(&["create", "-f", "-"], r#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"or"},"spec":{}}"#);
+    let uid = server.kubectl(&["get", "widget", "or", "-o", "jsonpath={.metadata.uid}"]);
+    dependent(&server, "or-dep", "or", &uid, None);
+    server.kubectl(&["delete", "widget", "or", "--cascade=orphan"]);
+    assert!(!exists(&server, &["widget", "or"]));
+    assert!(exists(&server, &["configmap", "or-dep"]));
+    let owners = server.kubectl(&["get", "configmap", "or-dep", "-o", "jsonpath={.metadata.ownerReferences}"]);
+    assert!(owners.trim().is_empty(), "owner reference stripped: {owners}");
+}
+
+#[test]
+fn deleting_a_namespace_waits_for_its_content() {
+    let server = Server::start();
+    server.kubectl(&["create", "namespace", "scratch"]);
+    server.kubectl_stdin(&["create", "-n", "scratch", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"held","finalizers":["example.com/hold"]}}"#);
+    server.kubectl(&["delete", "namespace", "scratch", "--wait=false"]);
+    let phase = server.kubectl(&["get", "namespace", "scratch", "-o", "jsonpath={.status.phase}"]);
+    assert_eq!(phase, "Terminating");
+    let refused = server.kubectl_fails(&["create", "-n", "scratch", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"late"}}"#);
+    assert!(refused.contains("being terminated"), "{refused}");
+    server.kubectl(&["patch", "-n", "scratch", "configmap", "held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    server.kubectl(&["wait", "--for=delete", "namespace/scratch", "--timeout=60s"]);
+    let refused = server.kubectl_fails(&["delete", "namespace", "default"], "");
+    assert!(refused.contains("may not be deleted"), "{refused}");
+}
