@@ -11,7 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher::{self, Event, watcher};
 use support::TestServer;
 
 fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
@@ -150,7 +150,8 @@ async fn metadata_only_reads_list_get_and_watch() {
     assert_eq!(one.metadata.labels.unwrap()["app"], "other");
     assert_eq!(one.types.unwrap().kind, "PartialObjectMetadata");
 
-    let stream = kube::runtime::metadata_watcher(cms.clone(), watcher::Config::default().labels("app=m"));
+    let metas: Api<kube::core::PartialObjectMeta<ConfigMap>> = Api::namespaced(server.client().await, "default");
+    let stream = watcher(metas, watcher::Config::default().labels("app=m"));
     let mut stream = std::pin::pin!(stream);
     let first = tokio::time::timeout(Duration::from_secs(20), async {
         loop {

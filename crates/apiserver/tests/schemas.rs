@@ -110,3 +110,56 @@ async fn a_crd_with_a_non_structural_schema_is_refused() {
     assert!(status["details"]["causes"][0]["field"].as_str().unwrap().starts_with("spec.versions[0].schema"), "{status}");
     server.stop().await;
 }
+
+const CEL_CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+ "metadata":{"name":"usages2.example.com"},
+ "spec":{"group":"example.com","scope":"Namespaced","names":{"plural":"usages2","kind":"Usage2"},
+  "versions":[{"name":"v1","served":true,"storage":true,
+   "schema":{"openAPIV3Schema":{"type":"object","properties":{
+     "spec":{"type":"object",
+       "x-kubernetes-validations":[{"rule":"has(self.by) || has(self.reason)","message":"either \"spec.by\" or \"spec.reason\" must be specified."}],
+       "properties":{
+        "by":{"type":"string"},
+        "reason":{"type":"string"},
+        "state":{"type":"string","x-kubernetes-validations":[{"rule":"oldSelf != 'Active' || self == 'Active'","message":"state cannot be changed once it becomes Active"}]},
+        "name":{"type":"string","x-kubernetes-validations":[{"rule":"self == oldSelf","message":"Value is immutable"}]},
+        "credentials":{"type":"array","x-kubernetes-validations":[{"rule":"self.all(c, c.source != 'Secret' || has(c.secretRef))","message":"the Secret source requires a secretRef"}],
+          "items":{"type":"object","properties":{"source":{"type":"string"},"secretRef":{"type":"object","properties":{"name":{"type":"string"}}}}}}}}}}}}]}}"#;
+
+#[tokio::test]
+async fn cel_rules_validate_creates_and_transitions() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let (code, _, crd) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CEL_CRD).await;
+    assert_eq!(code, 201, "{crd}");
+    let uri = "/apis/example.com/v1/namespaces/default/usages2";
+    let object = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Usage2", "metadata": {"name": "u"}, "spec": spec}).to_string();
+
+    let (code, _, status) = send(&client, Method::POST, uri, &object(json!({"name": "a"}))).await;
+    assert_eq!(code, 422, "{status}");
+    assert_eq!(status["details"]["causes"][0]["field"], "spec");
+    assert!(status["message"].as_str().unwrap().contains(r#"either "spec.by" or "spec.reason" must be specified."#), "{status}");
+
+    let bad_credentials = json!({"reason": "r", "credentials": [{"source": "None"}, {"source": "Secret"}]});
+    let (code, _, status) = send(&client, Method::POST, uri, &object(bad_credentials)).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(status["message"].as_str().unwrap().contains("the Secret source requires a secretRef"), "{status}");
+
+    let (code, _, created) = send(&client, Method::POST, uri, &object(json!({"reason": "r", "name": "a", "state": "Active"}))).await;
+    assert_eq!(code, 201, "{created}");
+    let item = format!("{uri}/u");
+    let (code, _, status) = send_patch(&client, &item, r#"{"spec":{"name":"b"}}"#).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(status["message"].as_str().unwrap().contains("spec.name: Invalid value: \"string\": Value is immutable"), "{status}");
+    let (code, _, status) = send_patch(&client, &item, r#"{"spec":{"state":"Inactive"}}"#).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(status["message"].as_str().unwrap().contains("state cannot be changed once it becomes Active"), "{status}");
+    let (code, _, patched) = send_patch(&client, &item, r#"{"spec":{"by":"someone"}}"#).await;
+    assert_eq!(code, 200, "{patched}");
+
+    // A rule that does not compile makes the CRD invalid.
+    let broken = CEL_CRD.replace("usages2", "broken2").replace("Usage2", "Broken2").replace("self == oldSelf", "self ==");
+    let (code, _, status) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", &broken).await;
+    assert_eq!(code, 422, "{status}");
+    assert!(status["message"].as_str().unwrap().contains("x-kubernetes-validations[0].rule"), "{status}");
+}

@@ -89,7 +89,7 @@ pub async fn create(
         dry_run: options.dry_run,
     };
     state.admission.mutate(state, &request, &mut object).await?;
-    let warnings = admit(resource, &mut object, &name, options.field_validation, raw)?;
+    let warnings = admit(resource, &mut object, &name, options.field_validation, raw, None)?;
     validate(resource, &object, &name)?;
     objects::stamp_new(&mut object)?;
     // With a status subresource, status is written only through it (and by the server for CRDs).

@@ -46,6 +46,7 @@ pub fn admit(
     name: &str,
     mode: FieldValidation,
     raw: Option<&[u8]>,
+    old: Option<&Value>,
 ) -> Result<Vec<String>, ApiError> {
     let mut problems = Vec::new();
     if mode != FieldValidation::Ignore
@@ -70,7 +71,7 @@ pub fn admit(
         )));
     }
     if let Some(schema) = &resource.validation {
-        let errors = schema.0.validate(object);
+        let errors = schema.0.validate_update(object, old);
         if !errors.is_empty() {
             let causes = errors
                 .into_iter()

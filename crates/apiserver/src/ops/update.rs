@@ -48,7 +48,7 @@ pub(super) async fn commit(
         dry_run: options.dry_run,
     };
     state.admission.mutate(state, &request, &mut object).await?;
-    let warnings = admit(resource, &mut object, name, options.field_validation, raw)?;
+    let warnings = admit(resource, &mut object, name, options.field_validation, raw, Some(old))?;
     validate(resource, &object, name)?;
     lifecycle::check_update(resource, old, &object, name)?;
     state.admission.validate(state, &request, &object).await?;

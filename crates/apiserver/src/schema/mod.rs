@@ -25,6 +25,7 @@
 //! rendering); `structural.rs` checks CRD schemas; `strict_json.rs` finds
 //! duplicate keys.
 
+pub mod cel_rules;
 mod default;
 mod formats;
 pub(crate) mod json;
@@ -88,6 +89,9 @@ pub enum SchemaError {
         /// The unsupported keyword.
         keyword: String,
     },
+    /// `x-kubernetes-validations` rules that do not compile (one message per rule).
+    #[error("{}", .0.join(", "))]
+    Cel(Vec<String>),
     /// Schema or value nesting deeper than [`MAX_DEPTH`].
     #[error("{path}: Invalid value: nesting exceeds the maximum depth of {max}")]
     TooDeep {
@@ -102,6 +106,8 @@ pub enum SchemaError {
 #[derive(Debug, Clone)]
 pub struct Schema {
     root: Node,
+    /// The CEL rules, when the schema has any.
+    cel: Option<cel_rules::CelValidator>,
 }
 
 /// Path prefix used in schema-level messages, so the server can prepend `spec.versions[i].schema.`.
@@ -110,9 +116,9 @@ pub(crate) const SCHEMA_ROOT: &str = "openAPIV3Schema";
 impl Schema {
     /// Compiles a schema (regexes included, once); fails on malformed keywords or excessive depth.
     pub fn compile(schema: &Value) -> Result<Schema, SchemaError> {
-        Ok(Schema {
-            root: Node::compile(schema, SCHEMA_ROOT, 1)?,
-        })
+        let root = Node::compile(schema, SCHEMA_ROOT, 1)?;
+        let cel = cel_rules::CelValidator::compile(schema).map_err(SchemaError::Cel)?;
+        Ok(Schema { root, cel })
     }
 
     /// The root node of the schema.
@@ -132,7 +138,30 @@ impl Schema {
 
     /// Validates an object (normally after defaulting and pruning) and returns every field error.
     pub fn validate(&self, object: &Value) -> Vec<FieldError> {
-        validate::validate_root(&self.root, object)
+        self.validate_update(object, None)
+    }
+
+    /// Validates an object and, when the schema's own keywords accept it, runs its CEL rules;
+    /// `old` is the stored object for an update (transition rules need it).
+    pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let errors = validate::validate_root(&self.root, object);
+        if !errors.is_empty() {
+            return errors;
+        }
+        let Some(cel) = &self.cel else { return errors };
+        cel.validate(object, old)
+            .into_iter()
+            .map(|e| FieldError {
+                reason: match e.reason {
+                    cel_rules::CelReason::FieldValueInvalid => Reason::FieldValueInvalid,
+                    cel_rules::CelReason::FieldValueForbidden => Reason::FieldValueForbidden,
+                    cel_rules::CelReason::FieldValueRequired => Reason::FieldValueRequired,
+                    cel_rules::CelReason::FieldValueDuplicate => Reason::FieldValueDuplicate,
+                },
+                field: e.field,
+                message: e.message,
+            })
+            .collect()
     }
 
     /// The node at a field path such as `spec.conditions`, `spec.items[0].name` or `spec.labels[key]`.

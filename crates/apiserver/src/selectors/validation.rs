@@ -130,27 +130,7 @@ pub(crate) fn label_value_problems(value: &str) -> Vec<String> {
     problems
 }
 
-/// Quotes a string the way Go's `%q` does, so messages match what Kubernetes prints.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x80 && c.is_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::status::go_quote;
 
 /// Renders a string list like Go's `%#v` of a `[]string`, used for "values" errors.
 pub(crate) fn go_string_slice(values: &[String]) -> String {
