@@ -113,7 +113,11 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         crd: None,
         columns: crate::table::builtin_columns(group, kind),
         schema: None,
-        validation: None,
+        // Built-in kinds prune unknown fields (as decoding into their Go types does) but are not
+        // validated or defaulted through a schema.
+        validation: crate::schema::Schema::compile(&crate::openapi::builtin::full_schema(group, kind))
+            .ok()
+            .map(|schema| CompiledSchema(Arc::new(schema))),
         scale: None,
     }
 }
@@ -123,8 +127,10 @@ pub fn builtins() -> Vec<ResourceDef> {
     let mut namespaces = builtin("", "v1", "Namespace", "namespaces", false, &["ns"]);
     namespaces.subresources = vec!["status".into(), "finalize".into()];
     let mut events_v1 = builtin("events.k8s.io", "v1", "Event", "events", true, &["ev"]);
-    // One storage, two views: events.k8s.io/v1 Events are the core Events.
+    // One storage, two views: events.k8s.io/v1 Events are the core Events, and are checked in
+    // that storage form.
     events_v1.storage = "core/events".into();
+    events_v1.validation = builtin("", "v1", "Event", "events", true, &[]).validation;
     let mut crds = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"]);
     crds.subresources = vec!["status".into()];
     crds.unconditional_update = false;

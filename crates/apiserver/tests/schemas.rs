@@ -163,3 +163,24 @@ async fn cel_rules_validate_creates_and_transitions() {
     assert_eq!(code, 422, "{status}");
     assert!(status["message"].as_str().unwrap().contains("x-kubernetes-validations[0].rule"), "{status}");
 }
+
+#[tokio::test]
+async fn built_in_kinds_report_unknown_fields() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let uri = "/api/v1/namespaces/default/configmaps";
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"b"},"bogus":{"x":1}}"#;
+    let (code, _, status) = send(&client, Method::POST, &format!("{uri}?fieldValidation=Strict"), body).await;
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"unknown field "bogus""#), "{status}");
+    let (code, warnings, created) = send(&client, Method::POST, uri, body).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(warnings, [r#"299 - "unknown field \"bogus\"""#]);
+    assert!(created.get("bogus").is_none());
+    assert_eq!(created["data"], json!({"a": "b"}));
+    // Duplicate fields are unknown-field problems too.
+    let duplicated = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"d"},"data":{"a":"b","a":"c"}}"#;
+    let (code, _, status) = send(&client, Method::POST, &format!("{uri}?fieldValidation=Strict"), duplicated).await;
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"duplicate field "data.a""#), "{status}");
+}

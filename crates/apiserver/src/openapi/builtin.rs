@@ -95,7 +95,10 @@ pub fn schema(group: &str, kind: &str) -> Value {
             "immutable": {"type": "boolean", "description": "If set to true, the data stored in the Secret cannot be updated."}}}),
         ("", "Namespace") => json!({"description": "Namespace provides a scope for Names.", "properties": {
             "spec": {"type": "object", "properties": {"finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic", "description": "Finalizers is an opaque list of values that must be empty to permanently remove the object."}}},
-            "status": {"type": "object", "properties": {"phase": string("Phase is the current lifecycle phase of the namespace: Active or Terminating.")}}}}),
+            "status": {"type": "object", "properties": {"phase": string("Phase is the current lifecycle phase of the namespace: Active or Terminating."),
+                "conditions": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"], "description": "The latest available observations of the namespace's state.",
+                    "items": {"type": "object", "properties": {"type": {"type": "string"}, "status": {"type": "string"}, "lastTransitionTime": {"type": "string", "format": "date-time"},
+                        "reason": {"type": "string"}, "message": {"type": "string"}}}}}}}}),
         ("", "ServiceAccount") => json!({"description": "ServiceAccount binds together a name, a principal and a set of secrets.", "properties": {
             "secrets": {"type": "array", "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {"name": string("Name of the referent."), "namespace": string("Namespace of the referent.")}},
                 "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "x-kubernetes-patch-merge-key": "name", "x-kubernetes-patch-strategy": "merge"},
@@ -129,6 +132,55 @@ pub fn schema(group: &str, kind: &str) -> Value {
                 "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "The desired definition of the custom resource."},
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "The observed state of the definition."}}}),
         _ => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    }
+}
+
+/// The whole schema of a built-in kind, with `apiVersion`, `kind` and ObjectMeta inlined (no
+/// `$ref`s): what pruning of unknown fields and server-side apply's merge rules work from.
+pub fn full_schema(group: &str, kind: &str) -> Value {
+    let mut schema = schema(group, kind);
+    schema["type"] = json!("object");
+    let components = meta_components();
+    let mut meta = components.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").cloned().unwrap_or_else(|| json!({"type": "object"}));
+    inline_refs(&mut meta, &components, 0);
+    if let Some(properties) = schema.as_object_mut().map(|o| o.entry("properties").or_insert_with(|| json!({}))).and_then(Value::as_object_mut) {
+        properties.insert("apiVersion".into(), json!({"type": "string"}));
+        properties.insert("kind".into(), json!({"type": "string"}));
+        properties.insert("metadata".into(), meta);
+    }
+    schema
+}
+
+/// Replaces `{"allOf": [{"$ref": "#/components/schemas/X"}], ...}` by component X (merged with
+/// the other keywords beside it), recursively.
+fn inline_refs(value: &mut Value, components: &Map<String, Value>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    if let Some(map) = value.as_object_mut() {
+        let target = map
+            .get("allOf")
+            .and_then(|all| all.as_array())
+            .and_then(|all| all.first())
+            .and_then(|first| first.get("$ref"))
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .and_then(|name| components.get(name))
+            .cloned();
+        if let Some(Value::Object(component)) = target {
+            map.remove("allOf");
+            map.remove("default");
+            for (key, entry) in component {
+                map.entry(key).or_insert(entry);
+            }
+        }
+        for entry in map.values_mut() {
+            inline_refs(entry, components, depth + 1);
+        }
+    } else if let Some(list) = value.as_array_mut() {
+        for entry in list {
+            inline_refs(entry, components, depth + 1);
+        }
     }
 }
 

@@ -55,8 +55,13 @@ pub fn admit(
     {
         problems.extend(duplicates.into_iter().map(|path| format!("duplicate field \"{path}\"")));
     }
+    // Custom resources are defaulted and validated by their schema; built-in kinds only lose
+    // unknown fields (their own checks run in `validate`).
+    let custom = resource.crd.is_some();
     if let Some(schema) = &resource.validation {
-        schema.0.default(object);
+        if custom {
+            schema.0.default(object);
+        }
         let pruned = schema.0.prune(object);
         if mode != FieldValidation::Ignore {
             problems.extend(pruned.into_iter().map(|path| format!("unknown field \"{}\"", path.trim_start_matches('.'))));
@@ -70,7 +75,7 @@ pub fn admit(
             version = resource.version,
         )));
     }
-    if let Some(schema) = &resource.validation {
+    if let Some(schema) = resource.validation.as_ref().filter(|_| custom) {
         let errors = schema.0.validate_update(object, old);
         if !errors.is_empty() {
             let causes = errors
