@@ -8,6 +8,7 @@
 //! - [`http`]: the request handlers.
 //! - [`status`]: Kubernetes `Status` errors.
 
+pub mod apply;
 pub mod cache;
 pub mod controllers;
 pub mod convert;
