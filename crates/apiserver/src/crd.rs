@@ -152,6 +152,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                     .filter(|_| v["schema"]["openAPIV3Schema"].is_object())
                     .map(|schema| crate::registry::CompiledSchema(std::sync::Arc::new(schema))),
                 scale,
+                apply_types: Default::default(),
             }
         })
         .collect()

@@ -39,6 +39,40 @@ pub struct ResourceDef {
     pub validation: Option<CompiledSchema>,
     /// Where the `scale` subresource reads and writes, if the resource has one.
     pub scale: Option<ScalePaths>,
+    /// The schema server-side apply merges by, compiled on first use.
+    pub apply_types: ApplyTypes,
+}
+
+/// The schema server-side apply merges objects of a resource by: the kind's schema, with
+/// ObjectMeta's list and map semantics for `metadata` (a CRD's schema says nothing about
+/// them). Compiled on first use, so serving a thousand CRDs costs nothing until one is applied.
+#[derive(Clone, Debug, Default)]
+pub struct ApplyTypes(Arc<std::sync::OnceLock<Option<Arc<crate::schema::Node>>>>);
+
+impl PartialEq for ApplyTypes {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ApplyTypes {}
+
+impl ApplyTypes {
+    /// The root node for `resource` (whose cell this is); `None` when its schema is unusable.
+    pub fn root(&self, resource: &ResourceDef) -> Option<Arc<crate::schema::Node>> {
+        self.0
+            .get_or_init(|| {
+                let mut schema = match &resource.schema {
+                    Some(schema) => (**schema).clone(),
+                    None => crate::openapi::builtin::full_schema(&resource.group, &resource.kind),
+                };
+                if let Some(properties) = schema.get_mut("properties").and_then(serde_json::Value::as_object_mut) {
+                    properties.insert("metadata".into(), crate::openapi::builtin::object_meta_schema());
+                }
+                crate::schema::Schema::compile_structure(&schema).ok().map(Arc::new)
+            })
+            .clone()
+    }
 }
 
 /// The paths of a CRD's `scale` subresource.
@@ -119,6 +153,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
             .ok()
             .map(|schema| CompiledSchema(Arc::new(schema))),
         scale: None,
+        apply_types: ApplyTypes::default(),
     }
 }
 

@@ -229,6 +229,13 @@ fn delete_body(headers: &HeaderMap, body: &[u8]) -> Result<Vec<u8>, ApiError> {
     }
 }
 
+/// The field manager a User-Agent names: its product token (`kubectl/v1.32.0 (...)` → `kubectl`).
+fn user_agent_manager(headers: &HeaderMap) -> Option<String> {
+    let agent = headers.get(header::USER_AGENT)?.to_str().ok()?;
+    let product = agent.split('/').next()?.trim();
+    (!product.is_empty()).then(|| product.chars().take(128).collect())
+}
+
 /// `DeleteOptions` from a DELETE's body and query.
 fn delete_options(headers: &HeaderMap, body: &[u8], query: &Query) -> Result<DeleteOptions, ApiError> {
     let body = delete_body(headers, body)?;
@@ -246,7 +253,13 @@ async fn dispatch(
     let body = body_or_error(body)?;
     let target = parse(state, group, version, rest)?;
     let query = Query::parse(raw_query.as_deref())?;
-    let options = WriteOptions::from_query(&query)?;
+    let mut options = WriteOptions::from_query(&query)?;
+    // Without `fieldManager`, a write is recorded under the client's name, as Kubernetes takes
+    // it from the User-Agent; server-side apply alone must name its manager.
+    let applying = method == Method::PATCH && content_type(&headers).as_deref() == Some("application/apply-patch+yaml");
+    if options.field_manager.is_none() && !applying {
+        options.field_manager = user_agent_manager(&headers);
+    }
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method.clone(), target.name.as_deref()) {

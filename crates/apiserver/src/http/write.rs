@@ -15,8 +15,11 @@ pub fn created(written: Written) -> Response {
     with_warnings((StatusCode::CREATED, Json(written.object)).into_response(), &written.warnings)
 }
 
-/// 200 with the updated object.
+/// 200 with the updated object (201 when an apply created it).
 pub fn updated(written: Written) -> Response {
+    if written.created {
+        return created(written);
+    }
     with_warnings(Json(written.object).into_response(), &written.warnings)
 }
 

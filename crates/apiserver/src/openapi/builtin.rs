@@ -140,15 +140,22 @@ pub fn schema(group: &str, kind: &str) -> Value {
 pub fn full_schema(group: &str, kind: &str) -> Value {
     let mut schema = schema(group, kind);
     schema["type"] = json!("object");
-    let components = meta_components();
-    let mut meta = components.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").cloned().unwrap_or_else(|| json!({"type": "object"}));
-    inline_refs(&mut meta, &components, 0);
+    let meta = object_meta_schema();
     if let Some(properties) = schema.as_object_mut().map(|o| o.entry("properties").or_insert_with(|| json!({}))).and_then(Value::as_object_mut) {
         properties.insert("apiVersion".into(), json!({"type": "string"}));
         properties.insert("kind".into(), json!({"type": "string"}));
         properties.insert("metadata".into(), meta);
     }
     schema
+}
+
+/// ObjectMeta with its references inlined: how `metadata` merges under server-side apply
+/// (finalizers a set, owner references a map keyed by uid, labels and annotations granular).
+pub fn object_meta_schema() -> Value {
+    let components = meta_components();
+    let mut meta = components.get("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta").cloned().unwrap_or_else(|| json!({"type": "object"}));
+    inline_refs(&mut meta, &components, 0);
+    meta
 }
 
 /// Replaces `{"allOf": [{"$ref": "#/components/schemas/X"}], ...}` by component X (merged with

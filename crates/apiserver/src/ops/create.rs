@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use super::admission::{AdmissionRequest, Operation};
 use super::prepare::{admit, check_type, is_crd, normalize, validate};
+use super::managed::{Ownership, check_manager, record_update};
 use super::{WriteOptions, Written, lifecycle};
 use crate::objects;
 use crate::registry::ResourceDef;
@@ -28,9 +29,22 @@ pub async fn create(
     state: &AppState,
     resource: &ResourceDef,
     namespace: Option<&str>,
+    object: Value,
+    raw: Option<&[u8]>,
+    options: &WriteOptions,
+) -> Result<Written, ApiError> {
+    create_with(state, resource, namespace, object, raw, options, Ownership::Record(options.manager())).await
+}
+
+/// [`create`], with the way its field ownership is recorded.
+pub(super) async fn create_with(
+    state: &AppState,
+    resource: &ResourceDef,
+    namespace: Option<&str>,
     mut object: Value,
     raw: Option<&[u8]>,
     options: &WriteOptions,
+    ownership: Ownership<'_>,
 ) -> Result<Written, ApiError> {
     if !object.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
@@ -99,10 +113,14 @@ pub async fn create(
         map.remove("status");
     }
     server_defaults(resource, &mut object);
+    if let Ownership::Record(manager) = ownership {
+        check_manager(manager)?;
+        record_update(resource, None, &mut object, manager, None)?;
+    }
     state.admission.validate(state, &request, &object).await?;
     if options.dry_run {
         crate::convert::present(resource, &mut object);
-        return Ok(Written { object, warnings });
+        return Ok(Written { object, warnings, created: true });
     }
     // A generated name may collide: pick another a few times, as Kubernetes does.
     let mut attempts = if explicit.is_empty() && generate.is_some() { 8 } else { 1 };
@@ -116,7 +134,7 @@ pub async fn create(
                     object = crate::http::crds::establish(state, object).await?;
                 }
                 crate::convert::present(resource, &mut object);
-                return Ok(Written { object, warnings });
+                return Ok(Written { object, warnings, created: true });
             }
             WriteResult::Rejected { .. } if attempts > 0 => {
                 name = generated_name(generate.as_deref().unwrap_or_default());

@@ -13,9 +13,11 @@
 //! state), `admission.rs` (the hook chain).
 
 pub mod admission;
+mod apply;
 mod create;
 mod delete;
 pub mod lifecycle;
+mod managed;
 mod patch;
 mod prepare;
 mod update;
@@ -23,6 +25,7 @@ mod update;
 use serde_json::Value;
 
 pub use prepare::{FieldValidation, admit};
+pub use apply::apply;
 pub use create::create;
 pub use delete::{DeleteOptions, Deleted, Propagation, delete, delete_collection};
 pub use patch::{PatchType, apply_to, patch};
@@ -53,6 +56,11 @@ impl WriteOptions {
             field_manager: query.field_manager.clone().filter(|m| !m.is_empty()),
             force: query.force,
         })
+    }
+
+    /// The field manager the write is recorded under (`unknown` when none was given).
+    pub fn manager(&self) -> &str {
+        self.field_manager.as_deref().unwrap_or("unknown")
     }
 
     /// Options for a write the server makes itself, recorded under `manager`.
@@ -98,6 +106,8 @@ pub struct Written {
     pub object: Value,
     /// `Warning` header texts.
     pub warnings: Vec<String>,
+    /// Whether the write created the object (server-side apply may create).
+    pub created: bool,
 }
 
 /// Parses a request body as a JSON object.

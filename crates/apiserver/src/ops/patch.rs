@@ -5,6 +5,7 @@
 
 use serde_json::Value;
 
+use super::managed::Ownership;
 use super::update::{Commit, commit};
 use super::{ObjectTarget, WriteOptions, Written};
 use crate::objects;
@@ -84,9 +85,10 @@ pub fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &Value, 
             let schema = patch::for_kind(&resource.kind).unwrap_or(&patch::OBJECT_META_ONLY);
             patch::strategic::apply(current, &parsed, schema).map_err(strategic_error)
         }
+        // Server-side apply does not go through `apply_to`; `patch` hands it to `ops::apply`.
         PatchType::Apply => Err(ApiError::new(
             Reason::UnsupportedMediaType,
-            "server-side apply (application/apply-patch+yaml) is not supported by this server yet; use a merge, JSON or strategic merge patch",
+            "server-side apply is not available for this subresource; use a merge, JSON or strategic merge patch",
         )),
     }
 }
@@ -99,6 +101,9 @@ pub async fn patch(
     body: &[u8],
     options: &WriteOptions,
 ) -> Result<Written, ApiError> {
+    if patch_type == PatchType::Apply {
+        return super::apply(state, target, body, options).await;
+    }
     let ObjectTarget { resource, name, .. } = *target;
     let key = target.key();
     for _ in 0..RETRIES {
@@ -124,7 +129,7 @@ pub async fn patch(
         if objects::meta_str(&patched, "name").is_some_and(|n| n != name) {
             return Err(ApiError::bad_request("metadata.name cannot be changed by a patch"));
         }
-        match commit(state, target, &kv, &old, patched, None, options).await? {
+        match commit(state, target, &kv, &old, patched, None, options, Ownership::Record(options.manager())).await? {
             Commit::Written(written) => return Ok(written),
             Commit::Raced if pinned.is_some() => return Err(ApiError::conflict(&resource.group, &resource.plural, name)),
             Commit::Raced => continue,

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::admission::{AdmissionRequest, Operation};
 use super::prepare::{admit, check_type, is_crd, normalize, validate};
+use super::managed::{Ownership, check_manager, record_update};
 use super::{ObjectTarget, WriteOptions, Written, lifecycle};
 use crate::objects;
 use crate::registry::ResourceDef;
@@ -24,6 +25,7 @@ pub(super) enum Commit {
     Raced,
 }
 
+#[allow(clippy::too_many_arguments)] // one commit step shared by every update path
 /// Stores `proposed` as the new state of the object read as `kv`/`old`, after every check a
 /// write must pass. A deleting object whose last finalizer the update removes leaves the store.
 pub(super) async fn commit(
@@ -34,9 +36,23 @@ pub(super) async fn commit(
     proposed: Value,
     raw: Option<&[u8]>,
     options: &WriteOptions,
+    ownership: Ownership<'_>,
 ) -> Result<Commit, ApiError> {
     let ObjectTarget { resource, namespace, name, subresource } = *target;
+    // Computed ownership covers the whole object, also when a subresource write keeps the
+    // rest of the stored metadata.
+    let computed = match ownership {
+        Ownership::Computed => Some(proposed["metadata"].get("managedFields").cloned()),
+        Ownership::Record(_) => None,
+    };
     let mut object = merge_for_update(resource, old, proposed, subresource)?;
+    if let Some(managed) = computed {
+        let meta = objects::metadata_mut(&mut object)?;
+        match managed {
+            Some(list) => meta.insert("managedFields".into(), list),
+            None => meta.remove("managedFields"),
+        };
+    }
     normalize(resource, &mut object)?;
     let request = AdmissionRequest {
         operation: Operation::Update,
@@ -51,10 +67,14 @@ pub(super) async fn commit(
     let warnings = admit(resource, &mut object, name, options.field_validation, raw, Some(old))?;
     validate(resource, &object, name)?;
     lifecycle::check_update(resource, old, &object, name)?;
+    if let Ownership::Record(manager) = ownership {
+        check_manager(manager)?;
+        record_update(resource, Some(old), &mut object, manager, subresource)?;
+    }
     state.admission.validate(state, &request, &object).await?;
     if options.dry_run {
         crate::convert::present(resource, &mut object);
-        return Ok(Commit::Written(Written { object, warnings }));
+        return Ok(Commit::Written(Written { object, warnings, created: false }));
     }
     let key = target.key();
     if lifecycle::ready_to_vanish(resource, &object) {
@@ -64,7 +84,7 @@ pub(super) async fn commit(
                 objects::set_resource_version(&mut object, event.revision());
                 removed(state, resource, name);
                 crate::convert::present(resource, &mut object);
-                Ok(Commit::Written(Written { object, warnings }))
+                Ok(Commit::Written(Written { object, warnings, created: false }))
             }
             WriteResult::Rejected { .. } => Ok(Commit::Raced),
         };
@@ -77,7 +97,7 @@ pub(super) async fn commit(
                 object = crate::http::crds::establish(state, object).await?;
             }
             crate::convert::present(resource, &mut object);
-            Ok(Commit::Written(Written { object, warnings }))
+            Ok(Commit::Written(Written { object, warnings, created: false }))
         }
         WriteResult::Rejected { .. } => Ok(Commit::Raced),
     }
@@ -135,7 +155,7 @@ pub async fn update(
         return Err(ApiError::conflict(&resource.group, &resource.plural, name));
     }
     let old = objects::from_store(&kv)?;
-    match commit(state, target, &kv, &old, incoming, raw, options).await? {
+    match commit(state, target, &kv, &old, incoming, raw, options, Ownership::Record(options.manager())).await? {
         Commit::Written(written) => Ok(written),
         Commit::Raced => Err(ApiError::conflict(&resource.group, &resource.plural, name)),
     }
@@ -155,7 +175,7 @@ where
         if !change(&mut new) {
             return Ok(None);
         }
-        match commit(state, target, &kv, &old, new, None, options).await? {
+        match commit(state, target, &kv, &old, new, None, options, Ownership::Record(options.manager())).await? {
             Commit::Written(written) => return Ok(Some(written)),
             Commit::Raced => continue,
         }

@@ -121,6 +121,11 @@ impl Schema {
         Ok(Schema { root, cel })
     }
 
+    /// Compiles only the node tree (no CEL rules): for server-side apply's list and map semantics.
+    pub fn compile_structure(schema: &Value) -> Result<Node, SchemaError> {
+        Node::compile(schema, SCHEMA_ROOT, 1)
+    }
+
     /// The root node of the schema.
     pub fn root(&self) -> &Node {
         &self.root
