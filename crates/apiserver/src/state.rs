@@ -34,6 +34,8 @@ pub struct AppState {
     pub openapi: crate::openapi::OpenApi,
     /// Request counters for `/metrics`.
     pub metrics: crate::http::metrics::Metrics,
+    /// Budgets of requests in flight (429 past them).
+    pub inflight: Arc<crate::http::inflight::InflightLimits>,
 }
 
 impl AppState {
@@ -48,6 +50,7 @@ impl AppState {
             ready: AtomicBool::new(false),
             openapi: Default::default(),
             metrics: Default::default(),
+            inflight: Default::default(),
         }
     }
 

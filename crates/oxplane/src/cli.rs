@@ -32,6 +32,12 @@ pub enum Command {
         /// from an older one gets 410 Expired and relists.
         #[arg(long, value_name = "EVENTS", default_value_t = oxplane_apiserver::cache::DEFAULT_WINDOW)]
         watch_cache_window: usize,
+        /// Read-only requests in flight before the server answers 429 (0 = unlimited).
+        #[arg(long, value_name = "N", default_value_t = oxplane_apiserver::http::inflight::DEFAULT_READONLY)]
+        max_requests_inflight: usize,
+        /// Mutating requests in flight before the server answers 429 (0 = unlimited).
+        #[arg(long, value_name = "N", default_value_t = oxplane_apiserver::http::inflight::DEFAULT_MUTATING)]
+        max_mutating_requests_inflight: usize,
     },
     /// Measure oxplane's performance and print the figures.
     Bench {
@@ -44,7 +50,13 @@ pub enum Command {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Up { data_dir, listen, watch_cache_window } => up(data_dir, listen, watch_cache_window),
+        Command::Up { data_dir, listen, watch_cache_window, max_requests_inflight, max_mutating_requests_inflight } => {
+            let mut config = oxplane_apiserver::server::ServerConfig::new(self::data_dir(data_dir)?, listen);
+            config.watch_cache_window = watch_cache_window;
+            config.max_requests_inflight = max_requests_inflight;
+            config.max_mutating_requests_inflight = max_mutating_requests_inflight;
+            up(config)
+        }
         Command::Bench { which } => bench::run(which),
     }
 }
@@ -61,9 +73,7 @@ fn data_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".oxplane"))
 }
 
-fn up(data_dir_flag: Option<PathBuf>, listen: String, watch_cache_window: usize) -> anyhow::Result<()> {
-    let mut config = oxplane_apiserver::server::ServerConfig::new(data_dir(data_dir_flag)?, listen);
-    config.watch_cache_window = watch_cache_window;
+fn up(config: oxplane_apiserver::server::ServerConfig) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -3,6 +3,7 @@
 pub mod crds;
 mod discovery;
 mod health;
+pub mod inflight;
 pub mod metrics;
 pub mod query;
 pub mod read;
@@ -43,6 +44,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/metrics", get(health::metrics))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
+        .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(state.clone(), count));
     Router::new()

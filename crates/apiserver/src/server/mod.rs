@@ -32,87 +32,174 @@ pub struct ServerConfig {
     pub listen: String,
     /// Events the watch cache keeps for watches resuming from a revision; older ones get 410.
     pub watch_cache_window: usize,
+    /// Read-only requests in flight before 429 (0 = unlimited).
+    pub max_requests_inflight: usize,
+    /// Mutating requests in flight before 429 (0 = unlimited).
+    pub max_mutating_requests_inflight: usize,
 }
 
 impl ServerConfig {
-    /// A configuration with the default watch cache window.
+    /// A configuration with the default watch cache window and in-flight limits.
     pub fn new(data_dir: PathBuf, listen: impl Into<String>) -> Self {
-        ServerConfig { data_dir, listen: listen.into(), watch_cache_window: crate::cache::DEFAULT_WINDOW }
+        ServerConfig {
+            data_dir,
+            listen: listen.into(),
+            watch_cache_window: crate::cache::DEFAULT_WINDOW,
+            max_requests_inflight: http::inflight::DEFAULT_READONLY,
+            max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
+        }
     }
 }
 
 /// Runs the server until `shutdown` completes, then stops accepting, lets in-flight requests
 /// finish briefly, and closes the store.
 pub async fn run(config: ServerConfig, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
-    let dir = config.data_dir.clone();
-    std::fs::create_dir_all(&dir).map_err(|e| ServeError::io(format!("creating {}", dir.display()), e))?;
-    let store_dir = dir.clone();
-    let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
-        .await
-        .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
-    let store: Arc<dyn Store> = Arc::new(store);
+    Server::start(config).await?.serve(shutdown).await
+}
 
-    let listener = TcpListener::bind(&config.listen)
-        .await
-        .map_err(|source| ServeError::Bind { address: config.listen.clone(), source })?;
-    let local = listener.local_addr().map_err(|e| ServeError::io("reading the listen address", e))?;
-    let certs = tls::ensure(&dir, &certificate_names(local))?;
-    let tls_config = tls::server_config(&certs)?;
-    let token = auth::ensure_token(&dir)?;
+/// A server that has opened its store and bound its address but does not answer yet: what
+/// runs beside it (the controllers) can be wired to it before [`Server::serve`].
+pub struct Server {
+    dir: PathBuf,
+    store: Arc<dyn Store>,
+    state: Arc<AppState>,
+    listener: TcpListener,
+    local: SocketAddr,
+    certs: tls::Certificates,
+    token: String,
+}
 
-    let cache = WatchCache::start(store.clone(), config.watch_cache_window).await?;
-    let state = Arc::new(AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone()));
-    http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
-    http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
-    let _controllers = crate::controllers::start(&state);
-    kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
-    state.ready.store(true, Ordering::SeqCst);
-    tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");
-    eprintln!("oxplane is serving on {} (kubeconfig: {})", server_url(local), dir.join(kubeconfig::KUBECONFIG_FILE).display());
+impl Server {
+    /// Opens the store, binds the address, makes certificates and the token, fills the watch
+    /// cache, seeds namespaces, serves stored CRDs and starts the in-server controllers.
+    pub async fn start(config: ServerConfig) -> Result<Server, ServeError> {
+        let dir = config.data_dir.clone();
+        std::fs::create_dir_all(&dir).map_err(|e| ServeError::io(format!("creating {}", dir.display()), e))?;
+        let store_dir = dir.clone();
+        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
+            .await
+            .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
+        let store: Arc<dyn Store> = Arc::new(store);
 
-    let router = http::router(state.clone());
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (tcp, peer) = match accepted {
-                    Ok(conn) => conn,
-                    Err(error) => {
-                        tracing::warn!(%error, "accept failed");
-                        continue;
-                    }
-                };
-                let acceptor = acceptor.clone();
-                let service = TowerToHyperService::new(router.clone());
-                let watcher = graceful.watcher();
-                tokio::spawn(async move {
-                    let tls = match acceptor.accept(tcp).await {
-                        Ok(tls) => tls,
+        let listener = TcpListener::bind(&config.listen)
+            .await
+            .map_err(|source| ServeError::Bind { address: config.listen.clone(), source })?;
+        let local = listener.local_addr().map_err(|e| ServeError::io("reading the listen address", e))?;
+        let certs = tls::ensure(&dir, &certificate_names(local))?;
+        let token = auth::ensure_token(&dir)?;
+
+        let cache = WatchCache::start(store.clone(), config.watch_cache_window).await?;
+        let mut state = AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone());
+        state.inflight =
+            Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
+        let state = Arc::new(state);
+        http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
+        http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
+        Ok(Server { dir, store, state, listener, local, certs, token })
+    }
+
+    /// The shared server state (for in-process users such as benchmarks).
+    pub fn state(&self) -> &Arc<AppState> {
+        &self.state
+    }
+
+    /// The URL clients reach the server at.
+    pub fn url(&self) -> String {
+        server_url(self.local)
+    }
+
+    /// The API as an in-process service: requests go straight to the router, authenticated as
+    /// the admin and exempt from the in-flight limits, with no TCP or TLS in between. A
+    /// kube-rs client built on it behaves exactly as one that dials the server.
+    pub fn local_service(&self) -> LocalService {
+        LocalService { router: http::router(self.state.clone()), token: self.token.clone() }
+    }
+
+    /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
+    pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
+        let Server { dir, store, state, listener, local, certs, token } = self;
+        let tls_config = tls::server_config(&certs)?;
+        let _controllers = crate::controllers::start(&state);
+        kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
+        state.ready.store(true, Ordering::SeqCst);
+        tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");
+        eprintln!("oxplane is serving on {} (kubeconfig: {})", server_url(local), dir.join(kubeconfig::KUBECONFIG_FILE).display());
+
+        let router = http::router(state.clone());
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls_config);
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        tokio::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (tcp, peer) = match accepted {
+                        Ok(conn) => conn,
                         Err(error) => {
-                            tracing::debug!(%error, %peer, "TLS handshake failed");
-                            return;
+                            tracing::warn!(%error, "accept failed");
+                            continue;
                         }
                     };
-                    let builder = auto::Builder::new(TokioExecutor::new());
-                    let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
-                    if let Err(error) = watcher.watch(connection.into_owned()).await {
-                        tracing::debug!(%error, %peer, "connection ended with an error");
-                    }
-                });
+                    let acceptor = acceptor.clone();
+                    let service = TowerToHyperService::new(router.clone());
+                    let watcher = graceful.watcher();
+                    tokio::spawn(async move {
+                        let tls = match acceptor.accept(tcp).await {
+                            Ok(tls) => tls,
+                            Err(error) => {
+                                tracing::debug!(%error, %peer, "TLS handshake failed");
+                                return;
+                            }
+                        };
+                        let builder = auto::Builder::new(TokioExecutor::new());
+                        let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
+                        if let Err(error) = watcher.watch(connection.into_owned()).await {
+                            tracing::debug!(%error, %peer, "connection ended with an error");
+                        }
+                    });
+                }
+                () = &mut shutdown => break,
             }
-            () = &mut shutdown => break,
         }
+        tracing::info!("shutting down");
+        state.ready.store(false, Ordering::SeqCst);
+        drop(listener);
+        // Watches are long-lived: give ordinary requests a moment, then close everything.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown()).await;
+        drop(state);
+        drop(store);
+        Ok(())
     }
-    tracing::info!("shutting down");
-    state.ready.store(false, Ordering::SeqCst);
-    drop(listener);
-    // Watches are long-lived: give ordinary requests a moment, then close everything.
-    let _ = tokio::time::timeout(std::time::Duration::from_secs(5), graceful.shutdown()).await;
-    drop(state);
-    drop(store);
-    Ok(())
+}
+
+/// The API as an in-process tower service (see [`Server::local_service`]).
+#[derive(Clone)]
+pub struct LocalService {
+    router: axum::Router,
+    token: String,
+}
+
+impl<B> tower::Service<axum::http::Request<B>> for LocalService
+where
+    B: axum::body::HttpBody<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<axum::BoxError>,
+{
+    type Response = axum::response::Response;
+    type Error = std::convert::Infallible;
+    type Future = <axum::Router as tower::Service<axum::http::Request<axum::body::Body>>>::Future;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
+        let (mut parts, body) = request.into_parts();
+        if let Ok(value) = axum::http::HeaderValue::from_str(&format!("Bearer {}", self.token)) {
+            parts.headers.insert(axum::http::header::AUTHORIZATION, value);
+        }
+        parts.extensions.insert(http::inflight::InProcess);
+        let request = axum::http::Request::from_parts(parts, axum::body::Body::new(body));
+        tower::Service::call(&mut self.router, request)
+    }
 }
 
 /// The names the serving certificate covers: loopback always, plus the listen address.
