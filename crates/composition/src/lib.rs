@@ -1,0 +1,3 @@
+//! Crossplane's core controllers on the runtime: packages (providers and functions),
+//! composite resource definitions, compositions and their revisions, composite resources
+//! and their function pipelines, claims and usages.
