@@ -27,6 +27,7 @@ pub mod server;
 pub mod state;
 pub mod status;
 pub mod table;
+pub mod testing;
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

@@ -1,2 +1,18 @@
 //! oxplane's built-in providers: managed-resource kinds and their external clients, run by
 //! the runtime's managed-resource reconciler.
+//!
+//! - [`nop`]: provider-nop, resources that drive nothing (conditions and connection details on
+//!   a timer); what composition tests compose.
+//!
+//! [`catalog`] lists every built-in provider by package name.
+
+pub mod nop;
+
+use std::sync::Arc;
+
+use oxplane_runtime::provider::BuiltinProvider;
+
+/// Every built-in provider.
+pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
+    vec![Arc::new(nop::NopProvider)]
+}

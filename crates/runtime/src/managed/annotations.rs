@@ -1,0 +1,152 @@
+//! The annotations of managed resources, and the "critical" write that saves them.
+//!
+//! The external name and the create intent are what a provider needs to find an external
+//! resource again after a crash. They are saved by a merge patch of these annotations alone —
+//! never skipped because of management policies, never lost to an unrelated conflict.
+
+use serde_json::{Map, Value, json};
+
+use crate::client::{ApiError, Kube};
+use crate::kinds::Kind;
+use crate::object;
+
+/// `crossplane.io/external-name`.
+pub const EXTERNAL_NAME: &str = "crossplane.io/external-name";
+/// `crossplane.io/external-create-pending`: a create is about to be attempted (RFC 3339 time).
+pub const CREATE_PENDING: &str = "crossplane.io/external-create-pending";
+/// `crossplane.io/external-create-succeeded`.
+pub const CREATE_SUCCEEDED: &str = "crossplane.io/external-create-succeeded";
+/// `crossplane.io/external-create-failed`.
+pub const CREATE_FAILED: &str = "crossplane.io/external-create-failed";
+/// `crossplane.io/paused`: only `"true"` pauses.
+pub const PAUSED: &str = "crossplane.io/paused";
+/// `crossplane.io/poll-interval`: a Go duration overriding the poll interval.
+pub const POLL_INTERVAL: &str = "crossplane.io/poll-interval";
+/// `crossplane.io/reconcile-requested-at`: an opaque token asking for a reconcile now.
+pub const RECONCILE_REQUESTED_AT: &str = "crossplane.io/reconcile-requested-at";
+
+/// The annotations the critical write saves.
+pub const CRITICAL: [&str; 4] = [EXTERNAL_NAME, CREATE_PENDING, CREATE_SUCCEEDED, CREATE_FAILED];
+
+/// Whether the object is paused by annotation.
+pub fn is_paused(object: &Value) -> bool {
+    object::annotation(object, PAUSED) == Some("true")
+}
+
+/// A create was started and its outcome was never recorded: `external-create-pending` is
+/// newer than both `-succeeded` and `-failed`.
+pub fn create_outcome_unknown(object: &Value) -> bool {
+    let time = |key| object::annotation(object, key).and_then(object::parse_time);
+    let Some(pending) = time(CREATE_PENDING) else { return false };
+    time(CREATE_SUCCEEDED).is_none_or(|t| pending > t) && time(CREATE_FAILED).is_none_or(|t| pending > t)
+}
+
+/// Saves the critical annotations of `object` (as they are in memory) with a merge patch,
+/// retrying a few times: this write must not be lost. Updates `object`'s metadata from the
+/// answer.
+pub async fn save_critical(kube: &Kube, kind: &Kind, object: &mut Value) -> Result<(), ApiError> {
+    let mut annotations = Map::new();
+    for key in CRITICAL {
+        annotations.insert(key.to_string(), object::annotation(object, key).map_or(Value::Null, |v| Value::String(v.into())));
+    }
+    let patch = json!({"metadata": {"annotations": annotations}});
+    let (namespace, name) = (object::namespace(object).map(str::to_string), object::name(object).unwrap_or_default().to_string());
+    let mut last = None;
+    for attempt in 0..5u32 {
+        match kube.merge_patch(kind, namespace.as_deref(), &name, &patch).await {
+            Ok(saved) => {
+                if let (Some(metadata), Some(root)) = (saved.get("metadata"), object.as_object_mut()) {
+                    root.insert("metadata".into(), metadata.clone());
+                }
+                return Ok(());
+            }
+            Err(error) if error.is_not_found() || error.is_invalid() => return Err(error),
+            Err(error) => {
+                last = Some(error);
+                tokio::time::sleep(std::time::Duration::from_millis(100 * u64::from(attempt + 1))).await;
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| ApiError::transport("critical annotations not saved")))
+}
+
+/// Parses a positive Go duration (`90s`, `1m30s`, `1.5h`, `500ms`): what
+/// `crossplane.io/poll-interval` holds. `None` for anything else, or for zero or negative
+/// values.
+pub fn parse_go_duration(text: &str) -> Option<std::time::Duration> {
+    parse_go_duration_or_zero(text).filter(|d| !d.is_zero())
+}
+
+/// Parses a Go duration as Go's `time.ParseDuration` does, zero included (`0`, `0s`);
+/// negative durations are refused.
+pub fn parse_go_duration_or_zero(text: &str) -> Option<std::time::Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() || rest.starts_with('-') {
+        return None;
+    }
+    if rest == "0" || rest == "+0" {
+        return Some(std::time::Duration::ZERO);
+    }
+    rest = rest.strip_prefix('+').unwrap_or(rest);
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+        if number_end == 0 {
+            return None;
+        }
+        let number: f64 = rest[..number_end].parse().ok()?;
+        rest = &rest[number_end..];
+        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let seconds = match &rest[..unit_end] {
+            "ns" => 1e-9,
+            "us" | "µs" | "μs" => 1e-6,
+            "ms" => 1e-3,
+            "s" => 1.0,
+            "m" => 60.0,
+            "h" => 3600.0,
+            _ => return None,
+        };
+        total += number * seconds;
+        rest = &rest[unit_end..];
+    }
+    (total >= 0.0 && total.is_finite()).then(|| std::time::Duration::from_secs_f64(total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(parse_go_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("1m30s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_go_duration("1.5h"), Some(Duration::from_secs(5400)));
+        assert_eq!(parse_go_duration("500ms"), Some(Duration::from_millis(500)));
+        for bad in ["", "0s", "-1s", "10", "s", "1x", "1m-", "abc"] {
+            assert_eq!(parse_go_duration(bad), None, "{bad}");
+        }
+        assert_eq!(parse_go_duration_or_zero("0s"), Some(Duration::ZERO));
+        assert_eq!(parse_go_duration_or_zero("0"), Some(Duration::ZERO));
+        assert_eq!(parse_go_duration_or_zero("-0s"), None);
+    }
+
+    #[test]
+    fn create_outcome_is_unknown_only_when_pending_is_newest() {
+        let with = |pairs: &[(&str, &str)]| {
+            let mut o = json!({"metadata": {}});
+            for (k, v) in pairs {
+                object::set_annotation(&mut o, k, v);
+            }
+            o
+        };
+        let t1 = "2026-01-01T00:00:01Z";
+        let t2 = "2026-01-01T00:00:02Z";
+        assert!(!create_outcome_unknown(&with(&[])));
+        assert!(create_outcome_unknown(&with(&[(CREATE_PENDING, t1)])));
+        assert!(create_outcome_unknown(&with(&[(CREATE_PENDING, t2), (CREATE_SUCCEEDED, t1)])));
+        assert!(!create_outcome_unknown(&with(&[(CREATE_PENDING, t1), (CREATE_SUCCEEDED, t2)])));
+        assert!(!create_outcome_unknown(&with(&[(CREATE_PENDING, t1), (CREATE_FAILED, t2)])));
+        assert!(!create_outcome_unknown(&with(&[(CREATE_PENDING, "garbage")])));
+    }
+}

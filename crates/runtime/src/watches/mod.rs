@@ -1,0 +1,299 @@
+//! Dynamic watches, owned and counted.
+//!
+//! Controllers subscribe to kinds; one informer per kind serves every subscriber. A
+//! subscription is a [`WatchHandle`]: the watch lives exactly as long as some handle for its
+//! kind lives, and nothing else ever stops it — no sweep guesses which watches are unused.
+//! Dropping a handle is local and total: it removes the subscription from a map, and when the
+//! last one for a kind is gone (and stays gone for a grace period) the informer's task is
+//! aborted. Stopping never performs I/O, never creates anything, and cannot fail.
+//!
+//! A kind that is not served is a state of its informer ([`InformerState::NotServed`], naming
+//! the kind), reported to subscribers; the informer keeps waiting for the kind and is woken the
+//! moment any CRD changes, so a reinstalled kind is watched again without a restart.
+//!
+//! The live subscriptions, by controller and kind, are visible as the metric
+//! `oxplane_watches{controller,kind}` and as JSON from [`Watches::debug`].
+
+mod informer;
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::task::JoinHandle;
+
+pub use informer::{Handler, Informer, InformerState, WatchEvent};
+
+use crate::client::Kube;
+use crate::kinds::{Gvk, KindResolver};
+
+/// The kind of CustomResourceDefinitions: watched for as long as the registry lives, so
+/// informers of kinds that are not served wake up when a CRD appears.
+fn crd_gvk() -> Gvk {
+    Gvk::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition")
+}
+
+struct Slot {
+    informer: Arc<Informer>,
+    task: JoinHandle<()>,
+    /// Bumped each time the slot becomes idle, so a stale idle timer does nothing.
+    idle_generation: u64,
+}
+
+struct Inner {
+    kube: Kube,
+    kinds: Arc<KindResolver>,
+    slots: Mutex<HashMap<Gvk, Slot>>,
+    next_id: AtomicU64,
+    grace: Duration,
+    kinds_changed: Arc<Notify>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        for slot in self.slots.get_mut().unwrap_or_else(|p| p.into_inner()).values() {
+            slot.task.abort();
+        }
+    }
+}
+
+/// The registry of informers and their subscriptions.
+#[derive(Clone)]
+pub struct Watches {
+    inner: Arc<Inner>,
+    _crds: Arc<Mutex<Option<WatchHandle>>>,
+}
+
+/// A subscription to a kind. Dropping it (or [`WatchHandle::stop`]) ends the subscription.
+pub struct WatchHandle {
+    registry: Weak<Inner>,
+    gvk: Gvk,
+    id: u64,
+    informer: Arc<Informer>,
+}
+
+impl WatchHandle {
+    /// The informer behind the subscription (its objects and state).
+    pub fn informer(&self) -> &Arc<Informer> {
+        &self.informer
+    }
+
+    /// The kind.
+    pub fn gvk(&self) -> &Gvk {
+        &self.gvk
+    }
+
+    /// Ends the subscription (the same as dropping the handle).
+    pub fn stop(self) {}
+}
+
+impl Drop for WatchHandle {
+    fn drop(&mut self) {
+        if let Some(inner) = self.registry.upgrade() {
+            unsubscribe(&inner, &self.gvk, self.id);
+        }
+    }
+}
+
+fn lock_slots(inner: &Inner) -> std::sync::MutexGuard<'_, HashMap<Gvk, Slot>> {
+    inner.slots.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn unsubscribe(inner: &Arc<Inner>, gvk: &Gvk, id: u64) {
+    let mut slots = lock_slots(inner);
+    let Some(slot) = slots.get_mut(gvk) else { return };
+    let now_empty = {
+        let mut subscribers = slot.informer.subscribers.write().unwrap_or_else(|p| p.into_inner());
+        subscribers.remove(&id);
+        subscribers.is_empty()
+    };
+    if !now_empty {
+        return;
+    }
+    if inner.grace.is_zero() {
+        if let Some(slot) = slots.remove(gvk) {
+            slot.task.abort();
+        }
+        return;
+    }
+    slot.idle_generation += 1;
+    let generation = slot.idle_generation;
+    let weak = Arc::downgrade(inner);
+    let gvk = gvk.clone();
+    let grace = inner.grace;
+    // A kind whose last subscriber left is kept warm for a grace period: a controller that
+    // moves from one subscription to another does not pay a relist. The check below runs
+    // under the same lock that subscribing takes, so it can never stop a watch in use.
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            tokio::time::sleep(grace).await;
+            let Some(inner) = weak.upgrade() else { return };
+            let mut slots = lock_slots(&inner);
+            let idle = slots.get(&gvk).is_some_and(|slot| {
+                slot.idle_generation == generation && slot.informer.subscribers.read().unwrap_or_else(|p| p.into_inner()).is_empty()
+            });
+            if idle && let Some(slot) = slots.remove(&gvk) {
+                slot.task.abort();
+                tracing::debug!(kind = %gvk, "stopped watching");
+            }
+        });
+    } else if let Some(slot) = slots.remove(&gvk) {
+        slot.task.abort();
+    }
+}
+
+impl Watches {
+    /// A registry over a client; informers whose last subscriber left stop after `grace`.
+    /// It watches CRDs for as long as it lives.
+    pub fn new(kube: Kube, kinds: Arc<KindResolver>, grace: Duration) -> Self {
+        let inner = Arc::new(Inner {
+            kube,
+            kinds,
+            slots: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(1),
+            grace,
+            kinds_changed: Arc::new(Notify::new()),
+        });
+        let watches = Watches { inner, _crds: Arc::new(Mutex::new(None)) };
+        let weak = Arc::downgrade(&watches.inner);
+        let handle = watches.subscribe(
+            "oxplane/kinds",
+            &crd_gvk(),
+            Arc::new(move |event: &WatchEvent| {
+                let Some(inner) = weak.upgrade() else { return };
+                let crd = match event {
+                    WatchEvent::Applied { new, .. } => new.clone(),
+                    WatchEvent::Deleted(old) => old.clone(),
+                    WatchEvent::State(_) => return,
+                };
+                // Whatever the change (created, established, deleted, re-created with another
+                // scope), forget what discovery said about its group and wake waiting informers.
+                if let Some(group) = crd.pointer("/spec/group").and_then(Value::as_str) {
+                    inner.kinds.forget_group(group);
+                }
+                inner.kinds_changed.notify_waiters();
+            }),
+        );
+        if let Ok(mut slot) = watches._crds.lock() {
+            *slot = Some(handle);
+        }
+        watches
+    }
+
+    /// The kind resolver the informers use.
+    pub fn kinds(&self) -> &Arc<KindResolver> {
+        &self.inner.kinds
+    }
+
+    /// Subscribes `controller` to changes of `gvk`. The handler first receives every object
+    /// already known (as `Applied`), then each change, in order.
+    pub fn subscribe(&self, controller: &str, gvk: &Gvk, handler: Handler) -> WatchHandle {
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut slots = lock_slots(&self.inner);
+        let slot = slots.entry(gvk.clone()).or_insert_with(|| {
+            let informer = Informer::new(gvk.clone());
+            let task = tokio::spawn(informer::run(
+                informer.clone(),
+                self.inner.kube.clone(),
+                self.inner.kinds.clone(),
+                self.inner.kinds_changed.clone(),
+            ));
+            Slot { informer, task, idle_generation: 0 }
+        });
+        slot.idle_generation += 1;
+        let informer = slot.informer.clone();
+        {
+            // Holding the subscriber list while replaying keeps the replay and live events in
+            // order: the informer's task cannot dispatch until we are done.
+            let mut subscribers = informer.subscribers.write().unwrap_or_else(|p| p.into_inner());
+            for object in informer.list() {
+                handler(&WatchEvent::Applied { old: None, new: object });
+            }
+            if let state @ (InformerState::NotServed(_) | InformerState::Failing(_)) = informer.state() {
+                handler(&WatchEvent::State(state));
+            }
+            subscribers.insert(id, informer::Subscriber { controller: controller.to_string(), handler });
+        }
+        drop(slots);
+        WatchHandle { registry: Arc::downgrade(&self.inner), gvk: gvk.clone(), id, informer }
+    }
+
+    /// The informer of a kind, if anything watches it.
+    pub fn informer(&self, gvk: &Gvk) -> Option<Arc<Informer>> {
+        lock_slots(&self.inner).get(gvk).map(|slot| slot.informer.clone())
+    }
+
+    /// Live subscriptions: (controller, kind) → count.
+    pub fn subscriptions(&self) -> BTreeMap<(String, String), usize> {
+        let slots = lock_slots(&self.inner);
+        let mut out = BTreeMap::new();
+        for (gvk, slot) in slots.iter() {
+            for subscriber in slot.informer.subscribers.read().unwrap_or_else(|p| p.into_inner()).values() {
+                *out.entry((subscriber.controller.clone(), gvk.to_string())).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    /// Kinds with a running informer.
+    pub fn watched_kinds(&self) -> Vec<Gvk> {
+        let mut kinds: Vec<Gvk> = lock_slots(&self.inner).keys().cloned().collect();
+        kinds.sort();
+        kinds
+    }
+
+    /// The watch metrics in Prometheus text format.
+    pub fn render_metrics(&self, out: &mut String) {
+        out.push_str("# HELP oxplane_watches Live watch subscriptions by controller and kind.\n# TYPE oxplane_watches gauge\n");
+        for ((controller, kind), count) in self.subscriptions() {
+            let _ = writeln!(out, "oxplane_watches{{controller=\"{}\",kind=\"{}\"}} {count}", escape(&controller), escape(&kind));
+        }
+        out.push_str("# HELP oxplane_informers Running informers by kind and state.\n# TYPE oxplane_informers gauge\n");
+        out.push_str("# HELP oxplane_informer_objects Objects an informer holds in memory.\n# TYPE oxplane_informer_objects gauge\n");
+        let slots = lock_slots(&self.inner);
+        let mut rows: Vec<(String, &'static str, usize)> =
+            slots.iter().map(|(gvk, slot)| (gvk.to_string(), slot.informer.state().label(), slot.informer.len())).collect();
+        rows.sort();
+        for (kind, state, objects) in rows {
+            let _ = writeln!(out, "oxplane_informers{{kind=\"{}\",state=\"{state}\"}} 1", escape(&kind));
+            let _ = writeln!(out, "oxplane_informer_objects{{kind=\"{}\"}} {objects}", escape(&kind));
+        }
+    }
+
+    /// The informers and their subscriptions, as JSON for the debug endpoint.
+    pub fn debug(&self) -> Value {
+        let slots = lock_slots(&self.inner);
+        let mut informers: Vec<Value> = slots
+            .iter()
+            .map(|(gvk, slot)| {
+                let mut controllers: BTreeMap<String, usize> = BTreeMap::new();
+                for subscriber in slot.informer.subscribers.read().unwrap_or_else(|p| p.into_inner()).values() {
+                    *controllers.entry(subscriber.controller.clone()).or_insert(0) += 1;
+                }
+                let state = slot.informer.state();
+                let message = match &state {
+                    InformerState::NotServed(m) | InformerState::Failing(m) => Some(m.clone()),
+                    _ => None,
+                };
+                json!({
+                    "kind": gvk.to_string(),
+                    "state": state.label(),
+                    "message": message,
+                    "objects": slot.informer.len(),
+                    "subscriptions": controllers,
+                })
+            })
+            .collect();
+        informers.sort_by(|a, b| a["kind"].as_str().cmp(&b["kind"].as_str()));
+        json!({ "informers": informers })
+    }
+}
+
+/// Escapes a Prometheus label value.
+pub fn escape(value: &str) -> String {
+    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
