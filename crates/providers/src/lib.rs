@@ -3,9 +3,12 @@
 //!
 //! - [`nop`]: provider-nop, resources that drive nothing (conditions and connection details on
 //!   a timer); what composition tests compose.
+//! - [`fakecloud`]: provider-fakecloud, things in a local fake cloud with random identifiers
+//!   and asynchronous creates, and the fake cloud itself; what fault-injection tests use.
 //!
 //! [`catalog`] lists every built-in provider by package name.
 
+pub mod fakecloud;
 pub mod nop;
 
 use std::sync::Arc;
@@ -14,5 +17,5 @@ use oxplane_runtime::provider::BuiltinProvider;
 
 /// Every built-in provider.
 pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
-    vec![Arc::new(nop::NopProvider)]
+    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider)]
 }

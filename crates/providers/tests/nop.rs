@@ -3,49 +3,21 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::time::Duration;
+mod support;
 
-use oxplane_apiserver::testing::RunningServer;
-use oxplane_runtime::Runtime;
 use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
-use oxplane_runtime::provider::BuiltinProvider;
 use serde_json::json;
+use support::{start, wait_for};
 
-fn crd_kind() -> Kind {
-    Kind::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
-}
-
-async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(found) = check().await {
-            return found;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn install(runtime: &Runtime, package: &str) -> oxplane_runtime::provider::ProviderHandle {
-    let provider = oxplane_providers::nop::NopProvider;
-    for crd in provider.crds(package) {
-        runtime.kube.create(&crd_kind(), &crd).await.unwrap();
-        let name = object::name(&crd).unwrap().to_string();
-        wait_for("the CRD to be established", async || {
-            let crd = runtime.kube.get(&crd_kind(), None, &name).await.unwrap()?;
-            conditions::is_true(&crd, "Established").then_some(())
-        })
-        .await;
-    }
-    provider.start(runtime, package)
+async fn install(runtime: &oxplane_runtime::Runtime, package: &str) -> oxplane_runtime::provider::ProviderHandle {
+    support::install(runtime, &oxplane_providers::nop::NopProvider, package).await
 }
 
 #[tokio::test]
 async fn a_nop_resource_becomes_ready_publishes_details_and_is_deleted() {
-    let server = RunningServer::start().await.unwrap();
-    let runtime = Runtime::new(kube::Client::new(server.local_service(), "default"), Duration::from_secs(1));
+    let (server, runtime) = start().await;
     let _provider = install(&runtime, "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.4.0").await;
     let kind = Kind::new("nop.crossplane.io", "v1alpha1", "NopResource", "nopresources", false);
     let nop = json!({
@@ -97,8 +69,7 @@ async fn a_nop_resource_becomes_ready_publishes_details_and_is_deleted() {
 
 #[tokio::test]
 async fn the_v0_5_layout_serves_namespaced_nop_resources() {
-    let server = RunningServer::start().await.unwrap();
-    let runtime = Runtime::new(kube::Client::new(server.local_service(), "default"), Duration::from_secs(1));
+    let (server, runtime) = start().await;
     let provider = install(&runtime, "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.5.0").await;
     let kind = Kind::new("nop.crossplane.io", "v1alpha1", "NopResource", "nopresources", true);
     let nop = json!({

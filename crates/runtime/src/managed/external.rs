@@ -196,11 +196,6 @@ pub struct ConnectContext<'a> {
 /// Builds clients for managed resources of one kind.
 #[async_trait::async_trait]
 pub trait ExternalConnector: Send + Sync + 'static {
-    /// How external identifiers are known for this kind.
-    fn naming(&self) -> ExternalNaming {
-        ExternalNaming::FromMetadataName
-    }
-
     /// A client for one managed resource.
     async fn connect(&self, context: &ConnectContext<'_>, managed: &Managed) -> Result<Box<dyn ExternalClient>, ExternalError>;
 }
@@ -208,6 +203,12 @@ pub trait ExternalConnector: Send + Sync + 'static {
 /// Talks to the external system about one managed resource.
 #[async_trait::async_trait]
 pub trait ExternalClient: Send {
+    /// How external identifiers are known for this resource (it may depend on the
+    /// ProviderConfig: whether the external system can look resources up by token).
+    fn naming(&self) -> ExternalNaming {
+        ExternalNaming::FromMetadataName
+    }
+
     /// What exists. May fill `status.atProvider` and set `Ready`; may fill unset spec fields
     /// (late initialization); must not change the external resource.
     async fn observe(&mut self, managed: &mut Managed) -> Result<ExternalObservation, ExternalError>;

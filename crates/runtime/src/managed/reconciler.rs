@@ -161,29 +161,6 @@ impl ManagedReconciler {
             }
             return Ok(Action::Done);
         }
-        if !deleting
-            && self.settings.connector.naming() == ExternalNaming::FromMetadataName
-            && managed.external_name().is_none()
-        {
-            let name = managed.name().to_string();
-            object::set_annotation(&mut managed.object, EXTERNAL_NAME, &name);
-            if let Err(error) = self.save_critical(managed).await {
-                self.recorder.warning(&managed.object, "CannotInitializeManagedResource", error.to_string());
-                managed.set_condition(Condition::reconcile_error(&error));
-                return Err(error);
-            }
-        }
-        if annotations::create_outcome_unknown(&managed.object)
-            && let ExternalNaming::Assigned { lookup_by_token: false } = self.settings.connector.naming()
-            && managed.external_name().is_none()
-        {
-            // Nothing can tell whether the interrupted create happened: never create again.
-            self.recorder.warning(&managed.object, "CannotInitializeManagedResource", CREATION_RESULT_UNKNOWN);
-            managed.set_condition(Condition::creating());
-            managed.set_condition(Condition::reconcile_error(CREATION_RESULT_UNKNOWN));
-            return Ok(Action::Done);
-        }
-
         let config = match &self.settings.provider_configs {
             Some(kinds) => match kinds.track(&self.kube, &managed.object).await {
                 Ok(config) => Some(config),
@@ -199,6 +176,37 @@ impl ManagedReconciler {
         let result = self.with_client(managed, &policies, client.as_mut()).await;
         client.disconnect().await;
         result
+    }
+
+    /// Names the external resource after the managed resource where that is how it is found,
+    /// and refuses to go on when an interrupted create can never be settled. `Some` ends the
+    /// reconcile.
+    async fn identify(&self, managed: &mut Managed, naming: ExternalNaming) -> Option<Step> {
+        let deleting = object::is_deleting(&managed.object);
+        if !deleting
+            && naming == ExternalNaming::FromMetadataName
+            && managed.external_name().is_none()
+        {
+            let name = managed.name().to_string();
+            object::set_annotation(&mut managed.object, EXTERNAL_NAME, &name);
+            if let Err(error) = self.save_critical(managed).await {
+                self.recorder.warning(&managed.object, "CannotInitializeManagedResource", error.to_string());
+                managed.set_condition(Condition::reconcile_error(&error));
+                return Some(Err(error));
+            }
+        }
+        if annotations::create_outcome_unknown(&managed.object)
+            && let ExternalNaming::Assigned { lookup_by_token: false } = naming
+            && managed.external_name().is_none()
+        {
+            // Nothing can tell whether the interrupted create happened: never create again.
+            self.recorder.warning(&managed.object, "CannotInitializeManagedResource", CREATION_RESULT_UNKNOWN);
+            managed.set_condition(Condition::creating());
+            managed.set_condition(Condition::reconcile_error(CREATION_RESULT_UNKNOWN));
+            return Some(Ok(Action::Done));
+        }
+
+        None
     }
 
     fn connect_failed(&self, managed: &mut Managed, error: String) -> Action {
@@ -227,6 +235,10 @@ impl ManagedReconciler {
     }
 
     async fn with_client(&self, managed: &mut Managed, policies: &ManagementPolicies, client: &mut dyn ExternalClient) -> Step {
+        let naming = client.naming();
+        if let Some(done) = self.identify(managed, naming).await {
+            return done;
+        }
         let deleting = object::is_deleting(&managed.object);
         let spec_before = managed.object.get("spec").cloned();
         let metadata_before = managed.object.get("metadata").cloned();
@@ -278,7 +290,7 @@ impl ManagedReconciler {
 
         if !observation.resource_exists {
             if policies.should_create() {
-                return self.create(managed, client).await;
+                return self.create(managed, client, naming).await;
             }
             let message = "external resource does not exist and the management policies do not allow creating it";
             managed.set_condition(Condition::unavailable().with_message("external resource does not exist"));
@@ -378,23 +390,23 @@ impl ManagedReconciler {
         Ok(Action::Done)
     }
 
-    async fn create(&self, managed: &mut Managed, client: &mut dyn ExternalClient) -> Step {
-        fault::point(fault::BEFORE_CREATE_INTENT);
+    async fn create(&self, managed: &mut Managed, client: &mut dyn ExternalClient, naming: ExternalNaming) -> Step {
+        fault::point(fault::BEFORE_CREATE_INTENT, managed.uid());
         // The intent, with a conflict-checked update: a stale view of the resource fails
         // here instead of creating a second external resource.
         object::set_annotation(&mut managed.object, CREATE_PENDING, &object::now_rfc3339());
         self.update(managed).await?;
-        fault::point(fault::AFTER_CREATE_INTENT);
+        fault::point(fault::AFTER_CREATE_INTENT, managed.uid());
 
         match self.with_timeout("create", client.create(managed)).await {
             Ok(creation) => {
-                fault::point(fault::AFTER_EXTERNAL_CREATE);
+                fault::point(fault::AFTER_EXTERNAL_CREATE, managed.uid());
                 if let Some(id) = creation.external_name.as_deref().filter(|id| !id.is_empty()) {
                     object::set_annotation(&mut managed.object, EXTERNAL_NAME, id);
                 }
                 object::set_annotation(&mut managed.object, CREATE_SUCCEEDED, &object::now_rfc3339());
                 self.save_critical(managed).await?;
-                fault::point(fault::AFTER_CREATE_SAVED);
+                fault::point(fault::AFTER_CREATE_SAVED, managed.uid());
                 if let Err(error) = connection::publish(&self.kube, &managed.object, &creation.connection_details).await {
                     self.recorder.warning(&managed.object, "CannotPublishConnectionDetails", error.to_string());
                 }
@@ -406,7 +418,7 @@ impl ManagedReconciler {
             Err(error) => {
                 let message = format!("create failed: {error}");
                 match error.kind {
-                    ErrorKind::AlreadyExists if self.settings.connector.naming() == ExternalNaming::FromMetadataName => {
+                    ErrorKind::AlreadyExists if naming == ExternalNaming::FromMetadataName => {
                         // Our name is taken by the resource we meant to create: adopt it.
                         object::set_annotation(&mut managed.object, CREATE_SUCCEEDED, &object::now_rfc3339());
                         self.save_critical(managed).await?;
@@ -442,10 +454,13 @@ impl Reconciler for ManagedReconciler {
             return Ok(Action::Done);
         };
         let before = conditions::status_of(&object);
+        let was_ready = conditions::is_true(&object, conditions::READY);
         let mut managed = Managed { object };
         let result = self.run(&mut managed).await;
         if conditions::status_of(&managed.object) != before {
-            fault::point(fault::BEFORE_STATUS_WRITE);
+            if !was_ready && conditions::is_true(&managed.object, conditions::READY) {
+                fault::point(fault::BEFORE_READY_WRITE, managed.uid());
+            }
             match self.kube.replace_status(&self.settings.kind, &managed.object).await {
                 Ok(_) => {}
                 Err(error) if error.is_not_found() => return Ok(Action::Done),
