@@ -3,10 +3,21 @@
 //! - [`protocol`]: `RunFunctionRequest` / `RunFunctionResponse` as Rust values (JSON for the
 //!   protobuf `Struct`s), and the [`Function`] trait every function — built in or reached
 //!   over gRPC — is called through.
+//! - [`mod@builtin`]: functions that run in-process, found by package name ([`fn@builtin`]):
+//!   function-patch-and-transform (which also runs legacy `mode: Resources` Compositions)
+//!   and function-auto-ready.
+//! - [`fieldpath`]: Crossplane field paths (`spec.items[0].name`), read, written, deleted and
+//!   merged into JSON values.
+//! - [`golang`]: Go's renderings users see in Crossplane's output (`fmt.Sprintf`,
+//!   `encoding/json`, durations).
 //!
 //! This crate does no Kubernetes I/O: a function sees only its request and answers with a
 //! response; anything it needs from the cluster it asks for through `requirements`.
 
+pub mod builtin;
+pub mod fieldpath;
+pub mod golang;
 pub mod protocol;
 
+pub use builtin::{AutoReady, PatchAndTransform, builtin, builtin_names};
 pub use protocol::{Function, FunctionError};

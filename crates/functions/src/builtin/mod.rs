@@ -1,0 +1,89 @@
+//! Composition functions built into oxplane, called in-process through the same
+//! [`Function`] trait as functions reached over gRPC, and found by package name with
+//! [`builtin`]: a Composition step whose `functionRef` names one of these runs it without a
+//! Function package or a network hop.
+//!
+//! - [`patch_and_transform`]: `function-patch-and-transform` ([`PatchAndTransform`]).
+//! - [`auto_ready`]: `function-auto-ready` ([`AutoReady`]).
+
+pub mod auto_ready;
+pub mod patch_and_transform;
+
+use std::sync::Arc;
+
+use crate::protocol::{Function, FunctionError, RunFunctionRequest, RunFunctionResponse};
+
+/// The package name of function-patch-and-transform.
+pub const PATCH_AND_TRANSFORM: &str = "function-patch-and-transform";
+
+/// The package name of function-auto-ready.
+pub const AUTO_READY: &str = "function-auto-ready";
+
+/// function-patch-and-transform.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PatchAndTransform;
+
+#[async_trait::async_trait]
+impl Function for PatchAndTransform {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(patch_and_transform::run(&request))
+    }
+}
+
+/// function-auto-ready.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AutoReady;
+
+#[async_trait::async_trait]
+impl Function for AutoReady {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(auto_ready::run(&request))
+    }
+}
+
+/// The built-in function with this package name, if there is one.
+pub fn builtin(name: &str) -> Option<Arc<dyn Function>> {
+    match name {
+        PATCH_AND_TRANSFORM => Some(Arc::new(PatchAndTransform)),
+        AUTO_READY => Some(Arc::new(AutoReady)),
+        _ => None,
+    }
+}
+
+/// The package names of every built-in function.
+pub fn builtin_names() -> Vec<&'static str> {
+    vec![PATCH_AND_TRANSFORM, AUTO_READY]
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn catalog_knows_both_functions_by_package_name() {
+        assert_eq!(builtin_names(), vec!["function-patch-and-transform", "function-auto-ready"]);
+        for name in builtin_names() {
+            assert!(builtin(name).is_some(), "{name}");
+        }
+        assert!(builtin("function-go-templating").is_none());
+    }
+
+    #[tokio::test]
+    async fn catalog_entries_run_through_the_function_trait() {
+        // With no input, patch-and-transform answers a fatal result (it needs resources);
+        // auto-ready answers the desired state it was given.
+        let pt = builtin(PATCH_AND_TRANSFORM).unwrap();
+        let rsp = pt.run(RunFunctionRequest::default()).await.unwrap();
+        assert_eq!(rsp.results.len(), 1);
+        assert_eq!(
+            rsp.results[0].message,
+            "invalid Function input: resources: Required value: resources or environment patches are required"
+        );
+        let ar = builtin(AUTO_READY).unwrap();
+        let rsp = ar.run(RunFunctionRequest::default()).await.unwrap();
+        assert!(rsp.results.is_empty());
+        assert_eq!(rsp.meta.ttl, Some(crate::protocol::DEFAULT_TTL));
+    }
+}
