@@ -153,6 +153,12 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                     .map(|schema| crate::registry::CompiledSchema(std::sync::Arc::new(schema))),
                 scale,
                 apply_types: Default::default(),
+                // As kube-apiserver: the version's own warning, else "<apiVersion> <Kind> is deprecated".
+                deprecation_warning: (v["deprecated"].as_bool() == Some(true)).then(|| {
+                    v["deprecationWarning"].as_str().map(String::from).unwrap_or_else(|| {
+                        format!("{group}/{} {kind} is deprecated", v["name"].as_str().unwrap_or_default())
+                    })
+                }),
             }
         })
         .collect()

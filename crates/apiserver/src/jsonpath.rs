@@ -48,11 +48,7 @@ impl JsonPath {
             match chars[i] {
                 '.' => {
                     i += 1;
-                    let start = i;
-                    while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                        i += 1;
-                    }
-                    let name: String = chars[start..i].iter().collect();
+                    let name = field_name(&chars, &mut i);
                     if name.is_empty() {
                         if i >= chars.len() {
                             break;
@@ -73,11 +69,7 @@ impl JsonPath {
                 }
                 c if i == 0 && (c.is_alphanumeric() || c == '_') => {
                     // A path without a leading dot, as printer columns sometimes have.
-                    let start = i;
-                    while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                        i += 1;
-                    }
-                    steps.push(Step::Field(chars[start..i].iter().collect()));
+                    steps.push(Step::Field(field_name(&chars, &mut i)));
                 }
                 _ => return Err(fail("unexpected character")),
             }
@@ -182,6 +174,22 @@ pub fn scalar_text(value: &Value) -> String {
     }
 }
 
+/// A field name up to the next unescaped `.` or `[`; `\.` is a dot within the name (as in
+/// `.metadata.annotations.crossplane\.io/external-name`).
+fn field_name(chars: &[char], i: &mut usize) -> String {
+    let mut name = String::new();
+    while *i < chars.len() && chars[*i] != '.' && chars[*i] != '[' {
+        if chars[*i] == '\\' && chars.get(*i + 1) == Some(&'.') {
+            name.push('.');
+            *i += 2;
+            continue;
+        }
+        name.push(chars[*i]);
+        *i += 1;
+    }
+    name
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +214,8 @@ mod tests {
         assert_eq!(find(".status.conditions[?(@.type==\"Synced\")].status", &doc), [json!("True")]);
         assert_eq!(find(".status.conditions[?(@.type!='Ready')].type", &doc), [json!("Synced")]);
         assert_eq!(find(".metadata.annotations['crossplane.io/external-name']", &doc), [json!("ext")]);
+        // A dot escaped with a backslash belongs to the key (as Crossplane's EXTERNAL-NAME column writes it).
+        assert_eq!(find(".metadata.annotations.crossplane\\.io/external-name", &doc), [json!("ext")]);
         assert_eq!(find(".spec.items[1]", &doc), [json!(2)]);
         assert_eq!(find(".spec.items[*]", &doc), [json!(1), json!(2)]);
         assert!(find(".spec.missing.deeper", &doc).is_empty());

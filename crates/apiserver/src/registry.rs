@@ -41,6 +41,8 @@ pub struct ResourceDef {
     pub scale: Option<ScalePaths>,
     /// The schema server-side apply merges by, compiled on first use.
     pub apply_types: ApplyTypes,
+    /// For a deprecated version: the warning every response carries.
+    pub deprecation_warning: Option<String>,
 }
 
 /// The schema server-side apply merges objects of a resource by: the kind's schema, with
@@ -154,6 +156,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
             .map(|schema| CompiledSchema(Arc::new(schema))),
         scale: None,
         apply_types: ApplyTypes::default(),
+        deprecation_warning: None,
     }
 }
 

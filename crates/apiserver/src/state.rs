@@ -36,6 +36,8 @@ pub struct AppState {
     pub metrics: crate::http::metrics::Metrics,
     /// Budgets of requests in flight (429 past them).
     pub inflight: Arc<crate::http::inflight::InflightLimits>,
+    /// Metrics and debug pages added by the layers running beside the server.
+    pub extensions: crate::http::extensions::Extensions,
 }
 
 impl AppState {
@@ -51,6 +53,7 @@ impl AppState {
             openapi: Default::default(),
             metrics: Default::default(),
             inflight: Default::default(),
+            extensions: Default::default(),
         }
     }
 

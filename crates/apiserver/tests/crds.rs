@@ -157,3 +157,27 @@ async fn the_scale_subresource_reads_and_writes_the_replicas_paths() {
     assert!(matches!(bad, kube::Error::Api(ref s) if s.code == 422), "{bad}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn deprecated_versions_warn_on_every_response() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut crd = serde_json::to_value(widget_crd()).unwrap();
+    crd["spec"]["versions"][1]["deprecated"] = json!(true);
+    crd["spec"]["versions"][0]["deprecated"] = json!(true);
+    crd["spec"]["versions"][0]["deprecationWarning"] = json!("example.com/v1 Widget is old; use v2");
+    crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.unwrap();
+    let warning = |path: &'static str| {
+        let client = client.clone();
+        async move {
+            let request = http::Request::get(path).body(kube::client::Body::empty()).unwrap();
+            let response = client.send(request).await.unwrap();
+            assert_eq!(response.status(), 200);
+            response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(warning("/apis/example.com/v1/widgets").await, [r#"299 - "example.com/v1 Widget is old; use v2""#]);
+    assert_eq!(warning("/apis/example.com/v1beta1/namespaces/default/widgets").await, [r#"299 - "example.com/v1beta1 Widget is deprecated""#]);
+    server.stop().await;
+}

@@ -1,3 +1,7 @@
 //! Crossplane's core controllers on the runtime: packages (providers and functions),
 //! composite resource definitions, compositions and their revisions, composite resources
 //! and their function pipelines, claims and usages.
+
+pub mod core;
+pub mod crds;
+pub mod packages;

@@ -494,9 +494,8 @@ spec:
 async fn compositions_accept_pipelines_and_the_legacy_resources_mode() {
     let plane = Plane::start().await;
 
-    // A pipeline: mode defaults to Pipeline, inputs and credentials are kept as written.
+    // A pipeline: inputs and credentials are kept as written.
     let pipeline = plane.create("compositions", PIPELINE_COMPOSITION).await.unwrap();
-    assert_eq!(pipeline["spec"]["mode"], "Pipeline");
     let written: Value = serde_saphyr::from_str(PIPELINE_COMPOSITION).unwrap();
     assert_eq!(pipeline["spec"]["pipeline"], written["spec"]["pipeline"]);
 
@@ -515,6 +514,12 @@ async fn compositions_accept_pipelines_and_the_legacy_resources_mode() {
     let legacy = plane.create("compositions", LEGACY_COMPOSITION).await.unwrap();
     let written: Value = serde_saphyr::from_str(LEGACY_COMPOSITION).unwrap();
     assert_eq!(legacy["spec"], written["spec"]);
+    // Crossplane 1.x YAML often leaves the mode out: with resources and no pipeline, that is
+    // Resources mode, and the mode stays unset (nothing is defaulted to Pipeline).
+    let unmoded = LEGACY_COMPOSITION.replace("  mode: Resources\n", "").replace("name: xpostgresqlinstances-legacy", "name: xpostgresqlinstances-unmoded");
+    assert_ne!(unmoded, LEGACY_COMPOSITION);
+    let accepted = plane.create("compositions", &unmoded).await.unwrap();
+    assert!(accepted["spec"].get("mode").is_none(), "{accepted}");
 
     // A Secret credential needs its secretRef.
     let no_secret_ref = PIPELINE_COMPOSITION

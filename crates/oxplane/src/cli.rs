@@ -38,6 +38,13 @@ pub enum Command {
         /// Mutating requests in flight before the server answers 429 (0 = unlimited).
         #[arg(long, value_name = "N", default_value_t = oxplane_apiserver::http::inflight::DEFAULT_MUTATING)]
         max_mutating_requests_inflight: usize,
+        /// A built-in provider to install at start (e.g. provider-nop), or a package reference
+        /// naming one; repeatable.
+        #[arg(long = "provider", value_name = "NAME")]
+        providers: Vec<String>,
+        /// How long a watch on a kind nothing depends on any more is kept before it stops.
+        #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+        watch_grace_period: u64,
     },
     /// Measure oxplane's performance and print the figures.
     Bench {
@@ -50,12 +57,20 @@ pub enum Command {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Up { data_dir, listen, watch_cache_window, max_requests_inflight, max_mutating_requests_inflight } => {
+        Command::Up {
+            data_dir,
+            listen,
+            watch_cache_window,
+            max_requests_inflight,
+            max_mutating_requests_inflight,
+            providers,
+            watch_grace_period,
+        } => {
             let mut config = oxplane_apiserver::server::ServerConfig::new(self::data_dir(data_dir)?, listen);
             config.watch_cache_window = watch_cache_window;
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
-            up(config)
+            crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period) })
         }
         Command::Bench { which } => bench::run(which),
     }
@@ -73,17 +88,3 @@ fn data_dir(flag: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".oxplane"))
 }
 
-fn up(config: oxplane_apiserver::server::ServerConfig) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(async move {
-        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let shutdown = async move {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        };
-        oxplane_apiserver::server::run(config, shutdown).await?;
-        anyhow::Ok(())
-    })
-}

@@ -5,6 +5,7 @@
 
 mod bench;
 mod cli;
+mod up;
 
 use clap::Parser;
 

@@ -49,8 +49,9 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> String {
     format!(
         "# HELP oxplane_store_revision The store's current revision.\n# TYPE oxplane_store_revision gauge\noxplane_store_revision {revision}\n\
          # HELP oxplane_store_compacted_revision The oldest revision still readable.\n# TYPE oxplane_store_compacted_revision gauge\noxplane_store_compacted_revision {compacted}\n\
-         # HELP oxplane_watch_cache_revision The revision the watch cache has applied.\n# TYPE oxplane_watch_cache_revision gauge\noxplane_watch_cache_revision {}\n{}",
+         # HELP oxplane_watch_cache_revision The revision the watch cache has applied.\n# TYPE oxplane_watch_cache_revision gauge\noxplane_watch_cache_revision {}\n{}{}",
         state.cache.revision(),
-        state.metrics.render()
+        state.metrics.render(),
+        state.extensions.render_metrics()
     )
 }

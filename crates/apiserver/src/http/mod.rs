@@ -2,6 +2,7 @@
 
 pub mod crds;
 mod discovery;
+pub mod extensions;
 mod health;
 pub mod inflight;
 pub mod metrics;
@@ -42,6 +43,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
         .route("/metrics", get(health::metrics))
+        .route("/debug/oxplane/{name}", get(extensions::debug_page))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
         .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))

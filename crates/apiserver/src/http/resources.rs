@@ -252,6 +252,23 @@ async fn dispatch(
     let Request { method, headers, raw_query, body } = request;
     let body = body_or_error(body)?;
     let target = parse(state, group, version, rest)?;
+    let deprecation = target.resource.deprecation_warning.clone();
+    let response = dispatch_to(state, method, headers, raw_query, body, target).await?;
+    // Every response of a deprecated version says so, as kube-apiserver's do (kubectl prints it).
+    Ok(match deprecation {
+        Some(warning) => super::validation::with_warnings(response, &[warning]),
+        None => response,
+    })
+}
+
+async fn dispatch_to(
+    state: &AppState,
+    method: Method,
+    headers: HeaderMap,
+    raw_query: Option<String>,
+    body: Bytes,
+    target: Target,
+) -> Result<Response, ApiError> {
     let query = Query::parse(raw_query.as_deref())?;
     let mut options = WriteOptions::from_query(&query)?;
     // Without `fieldManager`, a write is recorded under the client's name, as Kubernetes takes

@@ -13,25 +13,84 @@ pub struct Server {
     dir: tempfile::TempDir,
     home: tempfile::TempDir,
     child: Option<Child>,
+    /// Extra arguments of `oxplane up`.
+    args: Vec<String>,
+    /// Extra environment of the next start only.
+    env: Vec<(String, String)>,
+    /// Extra environment of every start.
+    env_always: Vec<(String, String)>,
+    starts: usize,
 }
 
 impl Server {
     /// Starts `oxplane up` on a free port and waits until its kubeconfig answers.
     pub fn start() -> Server {
-        let mut server = Server { dir: tempfile::tempdir().unwrap(), home: tempfile::tempdir().unwrap(), child: None };
+        Server::start_with(&[])
+    }
+
+    /// Starts `oxplane up` with extra arguments (e.g. `--provider provider-nop`).
+    pub fn start_with(args: &[&str]) -> Server {
+        let mut server = Server::new(args);
         server.spawn();
         server
     }
 
-    fn spawn(&mut self) {
+    /// A server that is not started yet.
+    pub fn new(args: &[&str]) -> Server {
+        Server {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+            child: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            env: Vec::new(),
+            env_always: Vec::new(),
+            starts: 0,
+        }
+    }
+
+    /// Sets an environment variable for every start.
+    pub fn env_always(&mut self, key: &str, value: &str) {
+        self.env_always.push((key.to_string(), value.to_string()));
+    }
+
+    /// How many times the process was started.
+    pub fn starts(&self) -> usize {
+        self.starts
+    }
+
+    /// Sets an environment variable for the next start only.
+    pub fn env_once(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
+    }
+
+    /// The log of every start so far (stderr, at level info for oxplane's crates).
+    pub fn log(&self) -> String {
+        (1..=self.starts).map(|n| std::fs::read_to_string(self.dir.path().join(format!("oxplane-{n}.log"))).unwrap_or_default()).collect()
+    }
+
+    /// Log lines at WARN or ERROR.
+    pub fn warnings(&self) -> Vec<String> {
+        self.log().lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).map(str::to_string).collect()
+    }
+
+    /// Starts the process (after `new`, or after it died).
+    pub fn spawn(&mut self) {
         let _ = std::fs::remove_file(self.kubeconfig());
-        let child = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        self.starts += 1;
+        let log = std::fs::File::create(self.dir.path().join(format!("oxplane-{}.log", self.starts))).unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_oxplane"));
+        command
             .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(self.dir.path())
+            .args(&self.args)
+            .env("OXPLANE_LOG", "info,kube=warn,hyper=warn,tower=warn")
+            .env("NO_COLOR", "1")
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(log);
+        for (key, value) in self.env.drain(..).chain(self.env_always.iter().cloned()) {
+            command.env(key, value);
+        }
+        let child = command.spawn().unwrap();
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
@@ -58,6 +117,24 @@ impl Server {
             let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
             let _ = child.wait();
         }
+    }
+
+    /// Whether the process has exited (e.g. killed itself at a fault point).
+    pub fn exited(&mut self) -> bool {
+        matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(Some(_))) | None)
+    }
+
+    /// Waits for the process to exit by itself, up to `limit`; whether it did.
+    pub fn wait_exit(&mut self, limit: Duration) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if self.exited() {
+                self.child = None;
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// Kills the server with SIGKILL (no chance to clean up) and starts it again.

@@ -114,7 +114,9 @@ fn unsubscribe(inner: &Arc<Inner>, gvk: &Gvk, id: u64) {
     if !now_empty {
         return;
     }
-    if inner.grace.is_zero() {
+    // A kind that is not served has nothing to keep warm: stop at once, so nothing keeps
+    // asking the server about a kind that is gone.
+    if inner.grace.is_zero() || matches!(slot.informer.state(), InformerState::NotServed(_)) {
         if let Some(slot) = slots.remove(gvk) {
             slot.task.abort();
         }

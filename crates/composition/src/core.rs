@@ -1,0 +1,149 @@
+//! Starting Crossplane's core on a runtime: its own CRDs first (so users can apply their
+//! Crossplane YAML at once), then its controllers, then the providers asked for at start.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxplane_functions::Function;
+use oxplane_runtime::Runtime;
+use oxplane_runtime::client::ApiError;
+use oxplane_runtime::conditions;
+use oxplane_runtime::controller::Controller;
+use oxplane_runtime::object;
+use oxplane_runtime::provider::{BuiltinProvider, package_name};
+use serde_json::json;
+
+use crate::packages::{self, FunctionInstaller, FunctionRegistry, ProviderInstaller, crd_kind, provider_kind};
+
+/// The field manager oxplane applies its own CRDs with.
+pub const FIELD_MANAGER: &str = "oxplane";
+
+/// Why the core could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    /// A core CRD is malformed (a bug in oxplane).
+    #[error("cannot load core CRDs: {0}")]
+    Crds(String),
+    /// The API refused a core CRD.
+    #[error("cannot apply CustomResourceDefinition {name}: {error}")]
+    Apply {
+        /// The CRD.
+        name: String,
+        /// Why.
+        error: ApiError,
+    },
+    /// A core CRD did not become established.
+    #[error("CustomResourceDefinition {0} did not become established")]
+    NotEstablished(String),
+    /// A Provider asked for at start could not be created.
+    #[error("cannot create Provider {name}: {error}")]
+    Provider {
+        /// The Provider.
+        name: String,
+        /// Why.
+        error: ApiError,
+    },
+}
+
+/// What the core runs with.
+#[derive(Default)]
+pub struct CoreOptions {
+    /// The built-in providers.
+    pub providers: Vec<Arc<dyn BuiltinProvider>>,
+    /// The built-in functions, by package name.
+    pub functions: Vec<(&'static str, Arc<dyn Function>)>,
+    /// Providers to install at start: names of built-in providers or package references.
+    pub install: Vec<String>,
+}
+
+/// The running core.
+pub struct Core {
+    controllers: Vec<Arc<Controller>>,
+    /// Functions pipelines can call.
+    pub functions: Arc<FunctionRegistry>,
+    /// The provider installer (which providers run).
+    pub providers: Arc<ProviderInstaller>,
+}
+
+/// The package reference `--provider NAME` installs when NAME is not a reference itself.
+pub fn default_package(name: &str) -> String {
+    match name {
+        "provider-nop" => "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.4.0".to_string(),
+        other => format!("xpkg.crossplane.io/crossplane-contrib/{other}:latest"),
+    }
+}
+
+impl Core {
+    /// Applies the core CRDs, starts the core controllers, and creates the Providers asked for.
+    pub async fn start(runtime: &Runtime, options: CoreOptions) -> Result<Core, CoreError> {
+        install_core_crds(runtime).await?;
+        let functions = FunctionRegistry::new();
+        let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers));
+        let controllers = vec![
+            packages::start_controller(runtime, providers.clone()),
+            packages::start_controller(runtime, Arc::new(FunctionInstaller::new(functions.clone(), options.functions))),
+        ];
+        for wanted in &options.install {
+            let (name, reference) = if wanted.contains('/') || wanted.contains(':') {
+                (package_name(wanted).to_string(), wanted.clone())
+            } else {
+                (wanted.clone(), default_package(wanted))
+            };
+            let provider = json!({
+                "apiVersion": "pkg.crossplane.io/v1",
+                "kind": "Provider",
+                "metadata": {"name": name},
+                "spec": {"package": reference},
+            });
+            match runtime.kube.create(&provider_kind(), &provider).await {
+                Ok(_) => {}
+                Err(error) if error.is_already_exists() => {}
+                Err(error) => return Err(CoreError::Provider { name, error }),
+            }
+        }
+        Ok(Core { controllers, functions, providers })
+    }
+
+    /// Stops every core controller (providers' controllers stop with the installer).
+    pub fn stop(&self) {
+        for controller in &self.controllers {
+            controller.stop();
+        }
+    }
+}
+
+/// Applies Crossplane's CRDs and waits until each is established.
+pub async fn install_core_crds(runtime: &Runtime) -> Result<(), CoreError> {
+    let crds = crate::crds::core_crds().map_err(|e| CoreError::Crds(e.to_string()))?;
+    let mut pending = Vec::new();
+    for crd in crds {
+        let name = object::name(&crd).unwrap_or_default().to_string();
+        let applied = runtime
+            .kube
+            .apply(&crd_kind(), &crd, FIELD_MANAGER, true)
+            .await
+            .map_err(|error| CoreError::Apply { name: name.clone(), error })?;
+        if !conditions::is_true(&applied, "Established") {
+            pending.push(name);
+        }
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Some(name) = pending.last().cloned() {
+        let crd = runtime.kube.get(&crd_kind(), None, &name).await.map_err(|error| CoreError::Apply { name: name.clone(), error })?;
+        if crd.is_some_and(|crd| conditions::is_true(&crd, "Established")) {
+            pending.pop();
+            continue;
+        }
+        if tokio::time::Instant::now() > deadline {
+            return Err(CoreError::NotEstablished(name));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(())
+}
+
+impl Drop for Core {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

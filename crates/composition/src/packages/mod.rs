@@ -1,0 +1,54 @@
+//! Packages: `pkg.crossplane.io/v1` `Provider` and `Function` objects whose `spec.package`
+//! names a package built into oxplane (the last path segment of the reference, any registry
+//! and tag). Installing a Provider installs its CRDs and starts its controllers; installing a
+//! Function makes it callable from composition pipelines. Each package gets one revision
+//! (`ProviderRevision` / `FunctionRevision`) as Crossplane shows them.
+//!
+//! Uninstalling never deletes anyone's external resources behind their back: while managed
+//! resources of a provider still exist, the Provider stays (with a condition naming them) and
+//! its controllers keep running, so those resources can still be deleted properly.
+//!
+//! - `reconciler.rs`: the package and revision lifecycle shared by both kinds.
+//! - `providers.rs`: what installing a provider means.
+//! - `functions.rs`: what installing a function means, and the registry pipelines call.
+
+mod functions;
+mod providers;
+mod reconciler;
+
+pub use functions::{FunctionInstaller, FunctionRegistry};
+pub use providers::ProviderInstaller;
+pub use reconciler::{Installer, PackageReconciler, start_controller};
+
+use oxplane_runtime::kinds::Kind;
+
+/// `pkg.crossplane.io/package`: on revisions (and on the CRDs a provider installs), the name
+/// of the package object.
+pub const LABEL_PACKAGE: &str = "pkg.crossplane.io/package";
+/// The finalizer a package keeps until it is uninstalled.
+pub const FINALIZER_UNINSTALL: &str = "pkg.oxplane.io/uninstall";
+
+/// `Provider`.
+pub fn provider_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "Provider", "providers", false)
+}
+
+/// `ProviderRevision`.
+pub fn provider_revision_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "ProviderRevision", "providerrevisions", false)
+}
+
+/// `Function`.
+pub fn function_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "Function", "functions", false)
+}
+
+/// `FunctionRevision`.
+pub fn function_revision_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "FunctionRevision", "functionrevisions", false)
+}
+
+/// `CustomResourceDefinition`.
+pub fn crd_kind() -> Kind {
+    Kind::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
+}

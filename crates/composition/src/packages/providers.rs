@@ -1,0 +1,186 @@
+//! Installing a built-in provider: apply its CRDs (labelled with the package name), wait for
+//! them to be established, start its controllers. Uninstalling deletes the CRDs once no
+//! managed resource of the provider is left, then stops the controllers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::client::DeleteOptions;
+use oxplane_runtime::conditions;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::object;
+use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle, package_name};
+use serde_json::{Map, Value, json};
+
+use super::reconciler::Installer;
+use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
+
+/// The field manager that applies provider CRDs.
+pub const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
+
+/// Installs built-in providers.
+pub struct ProviderInstaller {
+    runtime: Runtime,
+    catalog: BTreeMap<&'static str, Arc<dyn BuiltinProvider>>,
+    running: Mutex<HashMap<String, (String, ProviderHandle)>>,
+}
+
+impl ProviderInstaller {
+    /// An installer of the given providers.
+    pub fn new(runtime: Runtime, providers: Vec<Arc<dyn BuiltinProvider>>) -> Self {
+        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()) }
+    }
+
+    /// Names of providers whose controllers run now (by package object name).
+    pub fn running(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.lock().keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, ProviderHandle)>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    async fn installed_crds(&self, package: &str) -> Result<Vec<Value>, String> {
+        self.runtime
+            .kube
+            .list(&crd_kind(), None, Some(&format!("{LABEL_PACKAGE}={package}")))
+            .await
+            .map_err(|e| format!("cannot list the provider's CRDs: {e}"))
+    }
+}
+
+/// The kind a CRD serves at its storage version.
+fn served_kind(crd: &Value) -> Option<Kind> {
+    let spec = crd.get("spec")?;
+    let version = spec.get("versions")?.as_array()?.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?;
+    Some(Kind::new(
+        spec.get("group")?.as_str()?,
+        version.get("name")?.as_str()?,
+        spec.pointer("/names/kind")?.as_str()?,
+        spec.pointer("/names/plural")?.as_str()?,
+        spec.get("scope")?.as_str()? == "Namespaced",
+    ))
+}
+
+fn is_managed(crd: &Value) -> bool {
+    crd.pointer("/spec/names/categories").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c.as_str() == Some("managed")))
+}
+
+#[async_trait::async_trait]
+impl Installer for ProviderInstaller {
+    fn package_kind(&self) -> Kind {
+        provider_kind()
+    }
+
+    fn revision_kind(&self) -> Kind {
+        provider_revision_kind()
+    }
+
+    fn noun(&self) -> &'static str {
+        "provider"
+    }
+
+    fn builtin_names(&self) -> Vec<&'static str> {
+        self.catalog.keys().copied().collect()
+    }
+
+    async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+        let name = object::name(package).unwrap_or_default();
+        let Some(provider) = self.catalog.get(package_name(reference)) else {
+            return Err(format!("{reference:?} is not a built-in provider"));
+        };
+        let mut waiting = Vec::new();
+        for mut crd in provider.crds(reference) {
+            object::set_label(&mut crd, LABEL_PACKAGE, name);
+            let crd_name = object::name(&crd).unwrap_or_default().to_string();
+            let applied = self
+                .runtime
+                .kube
+                .apply(&crd_kind(), &crd, FIELD_MANAGER, true)
+                .await
+                .map_err(|e| format!("cannot apply CustomResourceDefinition {crd_name}: {e}"))?;
+            if !conditions::is_true(&applied, "Established") {
+                waiting.push(crd_name);
+            }
+        }
+        if !waiting.is_empty() {
+            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
+        }
+        let mut running = self.lock();
+        if running.get(name).is_none_or(|(running_reference, _)| running_reference != reference) {
+            if let Some((_, old)) = running.remove(name) {
+                old.stop();
+            }
+            let handle = provider.start(&self.runtime, reference);
+            tracing::info!(provider = name, package = reference, controllers = ?handle.controller_names(), "provider started");
+            running.insert(name.to_string(), (reference.to_string(), handle));
+        }
+        Ok(None)
+    }
+
+    async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String> {
+        let name = object::name(package).unwrap_or_default();
+        let mut blockers = Vec::new();
+        for crd in self.installed_crds(name).await? {
+            if !is_managed(&crd) {
+                continue;
+            }
+            let Some(kind) = served_kind(&crd) else { continue };
+            let items = match self.runtime.kube.list(&kind, None, None).await {
+                Ok(items) => items,
+                Err(error) if error.is_not_found() => continue,
+                Err(error) => return Err(format!("cannot list {}: {error}", kind.gvk)),
+            };
+            for item in items {
+                let key = object::ObjectKey::of(&item).map(|k| k.to_string()).unwrap_or_default();
+                blockers.push(format!("{}/{key}", kind.gvk.kind));
+            }
+        }
+        blockers.sort();
+        Ok(blockers)
+    }
+
+    async fn uninstall(&self, package: &Value) -> Result<Option<String>, String> {
+        let name = object::name(package).unwrap_or_default();
+        let remaining = self.installed_crds(name).await?;
+        if !remaining.is_empty() {
+            let mut names = Vec::new();
+            for crd in &remaining {
+                let crd_name = object::name(crd).unwrap_or_default();
+                names.push(crd_name.to_string());
+                if !object::is_deleting(crd) {
+                    self.runtime
+                        .kube
+                        .delete(&crd_kind(), None, crd_name, &DeleteOptions::default())
+                        .await
+                        .map_err(|e| format!("cannot delete CustomResourceDefinition {crd_name}: {e}"))?;
+                }
+            }
+            return Ok(Some(format!("waiting for CustomResourceDefinitions to be deleted: {}", names.join(", "))));
+        }
+        // The provider's kinds are gone: its controllers have nothing left to do.
+        if let Some((_, handle)) = self.lock().remove(name) {
+            handle.stop();
+            tracing::info!(provider = name, "provider stopped");
+        }
+        Ok(None)
+    }
+
+    fn revision_status(&self, package: &Value) -> Map<String, Value> {
+        let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
+        let refs: Vec<Value> = self
+            .catalog
+            .get(package_name(reference))
+            .map(|p| p.crds(reference))
+            .unwrap_or_default()
+            .iter()
+            .map(|crd| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": object::name(crd)}))
+            .collect();
+        let mut status = Map::new();
+        status.insert("objectRefs".into(), Value::Array(refs));
+        status
+    }
+}

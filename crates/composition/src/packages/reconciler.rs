@@ -1,0 +1,305 @@
+//! The lifecycle of a package object, shared by Providers and Functions: a revision per
+//! package reference, install through an [`Installer`], Crossplane's `Installed` and
+//! `Healthy` conditions, and an uninstall that waits — saying for what — until nothing
+//! depends on the package.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::client::{DeleteOptions, Kube};
+use oxplane_runtime::conditions::{self, Condition};
+use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
+use oxplane_runtime::events::EventRecorder;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::object::{self, ObjectKey};
+use oxplane_runtime::provider::package_name;
+use oxplane_runtime::watches::WatchEvent;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use super::{FINALIZER_UNINSTALL, LABEL_PACKAGE};
+
+/// What installing one kind of package means.
+#[async_trait::async_trait]
+pub trait Installer: Send + Sync + 'static {
+    /// The package kind (`Provider`, `Function`).
+    fn package_kind(&self) -> Kind;
+    /// Its revision kind.
+    fn revision_kind(&self) -> Kind;
+    /// `provider` or `function`, for messages.
+    fn noun(&self) -> &'static str;
+    /// The built-in package names.
+    fn builtin_names(&self) -> Vec<&'static str>;
+    /// Installs the package (idempotent): `Ok(None)` once installed and healthy,
+    /// `Ok(Some(what))` while still installing.
+    async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String>;
+    /// What keeps the package from being uninstalled (`Kind/name` of objects that need it).
+    async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String>;
+    /// Uninstalls: `Ok(None)` once done, `Ok(Some(what))` while waiting.
+    async fn uninstall(&self, package: &Value) -> Result<Option<String>, String>;
+    /// Extra status fields of the revision (e.g. `objectRefs`, `endpoint`).
+    fn revision_status(&self, package: &Value) -> Map<String, Value>;
+}
+
+/// Reconciles package objects of one kind.
+pub struct PackageReconciler {
+    kube: Kube,
+    installer: Arc<dyn Installer>,
+    recorder: EventRecorder,
+}
+
+/// The revision name of a package reference: `<package>-<12 hex of its sha256>`.
+pub fn revision_name(package: &str, reference: &str) -> String {
+    let digest = Sha256::digest(reference.as_bytes());
+    let hex: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
+    format!("{package}-{hex}")
+}
+
+/// `a, b, c and N more`.
+fn list_some(items: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if items.len() <= SHOWN {
+        return items.join(", ");
+    }
+    format!("{}, and {} more", items[..SHOWN].join(", "), items.len() - SHOWN)
+}
+
+impl PackageReconciler {
+    /// A reconciler for the installer's package kind.
+    pub fn new(kube: Kube, installer: Arc<dyn Installer>) -> Self {
+        let recorder = EventRecorder::new(kube.clone(), &format!("packages/{}.pkg.crossplane.io", installer.noun()));
+        PackageReconciler { kube, installer, recorder }
+    }
+
+    async fn update(&self, package: &mut Value) -> Result<(), ReconcileError> {
+        let saved = self.kube.replace(&self.installer.package_kind(), package).await?;
+        if let Some(metadata) = saved.get("metadata") {
+            package["metadata"] = metadata.clone();
+        }
+        Ok(())
+    }
+
+    async fn revisions(&self, name: &str) -> Result<Vec<Value>, ReconcileError> {
+        Ok(self.kube.list(&self.installer.revision_kind(), None, Some(&format!("{LABEL_PACKAGE}={name}"))).await?)
+    }
+
+    async fn run(&self, package: &mut Value) -> Result<Action, ReconcileError> {
+        let name = object::name(package).unwrap_or_default().to_string();
+        let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default().to_string();
+        if object::is_deleting(package) {
+            return self.uninstall(package, &name).await;
+        }
+        if object::add_finalizer(package, FINALIZER_UNINSTALL) {
+            self.update(package).await?;
+        }
+        let wanted = package_name(&reference);
+        if reference.is_empty() || !self.installer.builtin_names().contains(&wanted) {
+            let message = format!(
+                "cannot install package {reference:?}: oxplane installs only its built-in {noun}s, and {wanted:?} is not one of them; built-in {noun}s: {}",
+                self.installer.builtin_names().join(", "),
+                noun = self.installer.noun(),
+            );
+            conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(&message));
+            conditions::remove(package, "Healthy");
+            self.recorder.warning(package, "InstallPackage", message);
+            return Ok(Action::Done);
+        }
+
+        let revision = self.ensure_revision(package, &name, &reference).await?;
+        let revision_name = object::name(&revision).unwrap_or_default().to_string();
+        let outcome = self.installer.install(package, &reference).await;
+        let healthy = match &outcome {
+            Ok(None) => Condition::new("Healthy", "True", "HealthyPackageRevision"),
+            Ok(Some(waiting)) => Condition::new("Healthy", "Unknown", "UnknownPackageRevisionHealth").with_message(waiting),
+            Err(error) => Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(error),
+        };
+        if let Err(error) = &outcome {
+            self.recorder.warning(package, "InstallPackage", error);
+        }
+        conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
+        conditions::set(package, healthy.clone());
+        if let Some(status) = package.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) {
+            status["currentRevision"] = json!(revision_name);
+            status["currentIdentifier"] = json!(reference);
+            status["resolvedPackage"] = json!(reference);
+        }
+        self.write_revision_status(revision, healthy, package).await?;
+        if matches!(outcome, Ok(None)) {
+            // Old revisions go once the current one is healthy.
+            for old in self.revisions(&name).await? {
+                if object::name(&old) != Some(revision_name.as_str())
+                    && let Some(old_name) = object::name(&old)
+                {
+                    self.kube.delete(&self.installer.revision_kind(), None, old_name, &DeleteOptions::default()).await?;
+                }
+            }
+        }
+        Ok(match outcome {
+            Ok(None) => Action::RequeueAfter(Duration::from_secs(60)),
+            Ok(Some(_)) => Action::RequeueAfter(Duration::from_millis(250)),
+            Err(_) => Action::Requeue,
+        })
+    }
+
+    async fn ensure_revision(&self, package: &Value, name: &str, reference: &str) -> Result<Value, ReconcileError> {
+        let revision_name = revision_name(name, reference);
+        let kind = self.installer.revision_kind();
+        if let Some(existing) = self.kube.get(&kind, None, &revision_name).await? {
+            return Ok(existing);
+        }
+        let number = self
+            .revisions(name)
+            .await?
+            .iter()
+            .filter_map(|r| r.pointer("/spec/revision").and_then(Value::as_i64))
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let spec = package.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let mut revision_spec = json!({"desiredState": "Active", "image": reference, "revision": number});
+        for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "runtimeConfigRef"] {
+            if let Some(value) = spec.get(field) {
+                revision_spec[field] = value.clone();
+            }
+        }
+        let revision = json!({
+            "apiVersion": kind.api_version(),
+            "kind": kind.gvk.kind,
+            "metadata": {
+                "name": revision_name,
+                "labels": {LABEL_PACKAGE: name},
+                "ownerReferences": [object::owner_reference(package, true, true)],
+            },
+            "spec": revision_spec,
+        });
+        match self.kube.create(&kind, &revision).await {
+            Ok(created) => Ok(created),
+            Err(error) if error.is_already_exists() => {
+                Ok(self.kube.get(&kind, None, &revision_name).await?.ok_or_else(|| ReconcileError::quiet("revision vanished"))?)
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    async fn write_revision_status(&self, mut revision: Value, healthy: Condition, package: &Value) -> Result<(), ReconcileError> {
+        let before = conditions::status_of(&revision);
+        let revision_healthy = Condition::new("RevisionHealthy", &healthy.status, &healthy.reason).with_message(healthy.message.clone());
+        conditions::set(&mut revision, revision_healthy);
+        conditions::set(&mut revision, Condition::new("RuntimeHealthy", &healthy.status, &healthy.reason).with_message(healthy.message));
+        if let Some(status) = revision.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({})))
+            && let Some(status) = status.as_object_mut()
+        {
+            for (key, value) in self.installer.revision_status(package) {
+                status.insert(key, value);
+            }
+        }
+        if conditions::status_of(&revision) != before {
+            match self.kube.replace_status(&self.installer.revision_kind(), &revision).await {
+                Ok(_) => {}
+                Err(error) if error.is_not_found() => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+        Ok(())
+    }
+
+    async fn uninstall(&self, package: &mut Value, name: &str) -> Result<Action, ReconcileError> {
+        if !object::has_finalizer(package, FINALIZER_UNINSTALL) {
+            return Ok(Action::Done);
+        }
+        let blockers = self.installer.uninstall_blockers(package).await.map_err(ReconcileError::new)?;
+        if !blockers.is_empty() {
+            let message = format!(
+                "cannot uninstall while {} managed resource{} still exist{}: {}; delete them first",
+                blockers.len(),
+                if blockers.len() == 1 { "" } else { "s" },
+                if blockers.len() == 1 { "s" } else { "" },
+                list_some(&blockers)
+            );
+            conditions::set(package, Condition::new("Healthy", "False", "UninstallBlocked").with_message(&message));
+            self.recorder.warning(package, "UninstallPackage", message);
+            return Ok(Action::RequeueAfter(Duration::from_secs(5)));
+        }
+        match self.installer.uninstall(package).await {
+            Ok(Some(waiting)) => {
+                conditions::set(package, Condition::new("Healthy", "False", "Uninstalling").with_message(waiting));
+                Ok(Action::RequeueAfter(Duration::from_millis(250)))
+            }
+            Ok(None) => {
+                for revision in self.revisions(name).await? {
+                    if let Some(revision_name) = object::name(&revision) {
+                        self.kube.delete(&self.installer.revision_kind(), None, revision_name, &DeleteOptions::default()).await?;
+                    }
+                }
+                object::remove_finalizer(package, FINALIZER_UNINSTALL);
+                self.update(package).await?;
+                Ok(Action::Done)
+            }
+            Err(error) => {
+                conditions::set(package, Condition::new("Healthy", "False", "Uninstalling").with_message(&error));
+                Err(ReconcileError::new(error))
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Reconciler for PackageReconciler {
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Action, ReconcileError> {
+        let kind = self.installer.package_kind();
+        let Some(mut package) = self.kube.get(&kind, None, &key.name).await? else {
+            return Ok(Action::Done);
+        };
+        let before = conditions::status_of(&package);
+        let result = self.run(&mut package).await;
+        if conditions::status_of(&package) != before {
+            match self.kube.replace_status(&kind, &package).await {
+                Ok(_) => {}
+                Err(error) if error.is_not_found() => return Ok(Action::Done),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        result
+    }
+}
+
+/// Starts the controller of one package kind, named `packages/<noun>.pkg.crossplane.io`.
+pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>) -> Arc<Controller> {
+    let name = format!("packages/{}.pkg.crossplane.io", installer.noun());
+    let (package_kind, revision_kind) = (installer.package_kind(), installer.revision_kind());
+    let reconciler = Arc::new(PackageReconciler::new(runtime.kube.clone(), installer));
+    let controller = Controller::start(ControllerConfig::new(name), reconciler, runtime.metrics.clone());
+    runtime.watches.kinds().insert(package_kind.clone());
+    runtime.watches.kinds().insert(revision_kind.clone());
+    controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
+    controller.watch_mapped(&runtime.watches, &revision_kind.gvk, |event| {
+        let revision = match event {
+            WatchEvent::Applied { new, .. } => new,
+            WatchEvent::Deleted(old) => old,
+            WatchEvent::State(_) => return Vec::new(),
+        };
+        object::label(revision, LABEL_PACKAGE).map(|p| vec![ObjectKey::new(None, p)]).unwrap_or_default()
+    });
+    controller
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revision_names_are_stable_per_reference() {
+        let a = revision_name("provider-nop", "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.4.0");
+        assert_eq!(a, revision_name("provider-nop", "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.4.0"));
+        assert_ne!(a, revision_name("provider-nop", "xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.5.0"));
+        assert!(a.starts_with("provider-nop-") && a.len() == "provider-nop-".len() + 12, "{a}");
+    }
+
+    #[test]
+    fn long_lists_are_cut() {
+        let items: Vec<String> = (1..=7).map(|i| format!("NopResource/n{i}")).collect();
+        assert_eq!(list_some(&items[..2]), "NopResource/n1, NopResource/n2");
+        assert_eq!(list_some(&items), "NopResource/n1, NopResource/n2, NopResource/n3, NopResource/n4, NopResource/n5, and 2 more");
+    }
+}

@@ -1,0 +1,54 @@
+//! `oxplane up`: the API server on the embedded store, with Crossplane's core and the
+//! built-in providers and functions running beside it on an in-process client.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use oxplane_apiserver::server::{Server, ServerConfig};
+use oxplane_composition::core::{Core, CoreOptions};
+use oxplane_runtime::Runtime;
+
+/// What `oxplane up` runs with.
+pub struct UpOptions {
+    /// The API server's configuration.
+    pub server: ServerConfig,
+    /// Providers to install at start.
+    pub providers: Vec<String>,
+    /// How long idle watches are kept.
+    pub watch_grace: Duration,
+}
+
+/// Runs until SIGTERM or Ctrl-C.
+pub fn run(options: UpOptions) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let shutdown = async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        };
+        let server = Server::start(options.server).await?;
+        let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
+        {
+            let metrics = controllers.metrics.clone();
+            server.state().extensions.add_metrics(move || metrics.render());
+            let watches = controllers.watches.clone();
+            server.state().extensions.add_debug_page("watches", move || watches.debug());
+        }
+        let core = Core::start(
+            &controllers,
+            CoreOptions {
+                providers: oxplane_providers::catalog(),
+                functions: oxplane_functions::builtin::builtin_names().into_iter().filter_map(|name| Some((name, oxplane_functions::builtin::builtin(name)?))).collect(),
+                install: options.providers,
+            },
+        )
+        .await
+        .context("starting Crossplane's core")?;
+        server.serve(shutdown).await?;
+        core.stop();
+        anyhow::Ok(())
+    })
+}
