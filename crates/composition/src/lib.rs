@@ -5,3 +5,4 @@
 pub mod core;
 pub mod crds;
 pub mod packages;
+pub mod xrd;

@@ -1,0 +1,3 @@
+//! Composite resource definitions: the CRDs an XRD defines (its composite resource) and offers (its claim).
+
+pub mod render;
