@@ -100,6 +100,10 @@ impl Server {
                     return;
                 }
             }
+            if !self.env_always.is_empty() && self.exited() {
+                // Killed at a fault point before it was ready: the caller starts it again.
+                return;
+            }
             assert!(Instant::now() < deadline, "oxplane did not become ready");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -1,0 +1,294 @@
+//! At most one external create per managed resource, proven with kill -9: the real `oxplane`
+//! process is killed at every step of an asynchronous create (before the intent is saved,
+//! after it, after the cloud answered with an identifier, after the identifier was saved,
+//! before Ready is written), once for each of nine managed resources — one per management-policy
+//! set that includes Create, with and without LateInitialize — and restarted each time. The fake
+//! cloud (random identifiers, creates that take a while) then holds exactly one thing per
+//! resource, and every resource is Ready with the thing's identifier as its external name.
+//!
+//! Variants: a cloud that cannot look things up by tag fails closed after a lost create and
+//! recovers once told the identifier; names taken from the resource recover on their own;
+//! Observe-only never creates, across restarts.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use oxplane_providers::fakecloud::cloud::FakeCloud;
+use oxplane_runtime::client::Kube;
+use oxplane_runtime::conditions;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::managed::fault;
+use oxplane_runtime::managed::reconciler::CREATION_RESULT_UNKNOWN;
+use oxplane_runtime::object;
+use serde_json::{Value, json};
+use support::Server;
+
+const CREATE_SETS: [&[&str]; 9] = [
+    &["*"],
+    &["Observe", "Create", "Update", "LateInitialize", "Delete"],
+    &["Observe", "Create", "Update", "Delete"],
+    &["Observe", "Create", "Update", "LateInitialize"],
+    &["Observe", "Create", "Update"],
+    &["Observe", "Create", "Delete", "LateInitialize"],
+    &["Observe", "Create", "LateInitialize"],
+    &["Observe", "Create", "Delete"],
+    &["Observe", "Create"],
+];
+
+fn thing_kind() -> Kind {
+    Kind::new("fakecloud.oxplane.io", "v1alpha1", "FakeThing", "fakethings", false)
+}
+
+fn config_kind() -> Kind {
+    Kind::new("fakecloud.oxplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", false)
+}
+
+/// The process, the cloud, and a runtime for talking to both.
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    cloud: FakeCloud,
+    server: Server,
+    state: tempfile::TempDir,
+}
+
+impl Harness {
+    /// `oxplane up` with provider-fakecloud, dying at `point` once per resource.
+    fn start(point: Option<&str>) -> Harness {
+        let rt = tokio::runtime::Runtime::new().unwrap();
+        let cloud = rt.block_on(FakeCloud::start(Duration::from_millis(500))).unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let mut server = Server::new(&["--provider", "provider-fakecloud"]);
+        if let Some(point) = point {
+            server.env_always(fault::FAULT_KILL_AT, point);
+            server.env_always(fault::FAULT_STATE_DIR, state.path().to_str().unwrap());
+        }
+        server.spawn();
+        let harness = Harness { rt, cloud, server, state };
+        harness.wait_provider();
+        harness
+    }
+
+    fn kube(&self) -> Kube {
+        Kube::new(self.rt.block_on(self.server.client()))
+    }
+
+    fn wait_provider(&self) {
+        let kube = self.kube();
+        let provider = Kind::new("pkg.crossplane.io", "v1", "Provider", "providers", false);
+        self.eventually("provider-fakecloud to be healthy", Duration::from_secs(60), |_| {
+            let p = self.rt.block_on(kube.get(&provider, None, "provider-fakecloud")).ok().flatten();
+            p.is_some_and(|p| conditions::is_true(&p, "Healthy"))
+        });
+    }
+
+    fn config(&self, lookup: bool, deterministic: bool) {
+        let config = json!({
+            "apiVersion": "fakecloud.oxplane.io/v1alpha1", "kind": "ProviderConfig",
+            "metadata": {"name": "default"},
+            "spec": {"endpoint": self.cloud.endpoint(), "lookup": lookup, "deterministicNames": deterministic}
+        });
+        self.rt.block_on(self.kube().create(&config_kind(), &config)).unwrap();
+    }
+
+    fn create(&mut self, name: &str, policies: &[&str]) {
+        let thing = json!({
+            "apiVersion": "fakecloud.oxplane.io/v1alpha1", "kind": "FakeThing",
+            "metadata": {"name": name},
+            "spec": {"forProvider": {"size": 1}, "managementPolicies": policies}
+        });
+        // The process may die under us: retry on a fresh connection until the create lands.
+        self.eventually_restarting("the create to be accepted", Duration::from_secs(60), |h| {
+            match h.rt.block_on(h.kube().create(&thing_kind(), &thing)) {
+                Ok(_) => true,
+                Err(error) => error.is_already_exists(),
+            }
+        });
+    }
+
+    fn get(&self, name: &str) -> Option<Value> {
+        let client = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), self.server.client()).await }).ok()?;
+        self.rt.block_on(Kube::new(client).get(&thing_kind(), None, name)).ok().flatten()
+    }
+
+    /// Polls `check`, restarting the process whenever it died, until `check` holds.
+    fn eventually(&self, what: &str, limit: Duration, mut check: impl FnMut(&Harness) -> bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if check(self) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Like `eventually`, but brings the process back whenever it killed itself.
+    fn eventually_restarting(&mut self, what: &str, limit: Duration, check: impl Fn(&Harness) -> bool) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.server.exited() {
+                self.server.spawn();
+            }
+            if check(self) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what} ({} starts)", self.server.starts());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+fn ready_and_synced(thing: &Value) -> bool {
+    conditions::is_true(thing, "Ready") && conditions::is_true(thing, "Synced")
+}
+
+/// Every resource has exactly one external thing, created once, named by its external name.
+fn assert_exactly_one_each(harness: &Harness, names: &[String]) {
+    for name in names {
+        let thing = harness.get(name).unwrap();
+        let uid = object::uid(&thing).unwrap();
+        let held = harness.cloud.things_of(uid);
+        assert_eq!(held.len(), 1, "{name}: {held:?}");
+        assert_eq!(harness.cloud.creates_of(uid), 1, "{name}");
+        assert_eq!(object::annotation(&thing, "crossplane.io/external-name"), held[0]["id"].as_str(), "{name}");
+    }
+    assert_eq!(harness.cloud.live().len(), names.len());
+}
+
+fn markers(dir: &Path) -> usize {
+    std::fs::read_dir(dir).unwrap().count()
+}
+
+/// Kills the process at `point` once for each of the nine resources. With `one_at_a_time`,
+/// each resource is created once the previous one is Ready, so no other resource's death can
+/// carry it past the point (needed for points after the external create, which a resource
+/// whose create was interrupted earlier settles by lookup instead of passing).
+fn crash_at(point: &str, one_at_a_time: bool) {
+    let mut harness = Harness::start(Some(point));
+    harness.config(true, false);
+    let names: Vec<String> = (0..CREATE_SETS.len()).map(|i| format!("t{i}")).collect();
+    for (name, set) in names.iter().zip(CREATE_SETS) {
+        harness.create(name, set);
+        if one_at_a_time {
+            harness.eventually_restarting("the resource to be Ready", Duration::from_secs(120), |h| h.get(name).is_some_and(|t| ready_and_synced(&t)));
+        }
+    }
+    let all_ready = |h: &Harness| names.iter().all(|n| h.get(n).is_some_and(|t| ready_and_synced(&t)));
+    harness.eventually_restarting("every resource to be Ready", Duration::from_secs(240), all_ready);
+    // Each of the nine resources met the point, and the process died there for it (two
+    // resources reaching it at the same moment share a death).
+    assert_eq!(markers(harness.state.path()), names.len(), "the fault point fired once per resource");
+    assert!(harness.server.starts() > 1, "{} starts", harness.server.starts());
+    assert_exactly_one_each(&harness, &names);
+
+    // And nothing more happens after one more (clean) restart.
+    harness.server.kill_and_restart();
+    harness.eventually("the resources to be reconciled again", Duration::from_secs(30), all_ready);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_exactly_one_each(&harness, &names);
+}
+
+#[test]
+fn killed_before_the_create_intent_is_saved() {
+    crash_at(fault::BEFORE_CREATE_INTENT, false);
+}
+
+#[test]
+fn killed_after_the_create_intent_is_saved() {
+    // Every resource passes this point before anything reaches the cloud: all at once.
+    crash_at(fault::AFTER_CREATE_INTENT, false);
+}
+
+#[test]
+fn killed_after_the_cloud_answered_before_the_identifier_is_saved() {
+    crash_at(fault::AFTER_EXTERNAL_CREATE, true);
+}
+
+#[test]
+fn killed_after_the_identifier_is_saved() {
+    crash_at(fault::AFTER_CREATE_SAVED, true);
+}
+
+#[test]
+fn killed_before_ready_is_written() {
+    crash_at(fault::BEFORE_READY_WRITE, true);
+}
+
+#[test]
+fn a_cloud_without_lookup_fails_closed_and_recovers_when_told() {
+    let mut harness = Harness::start(Some(fault::AFTER_EXTERNAL_CREATE));
+    harness.cloud.set_lookup(false);
+    harness.config(false, false);
+    harness.create("blind", &["*"]);
+    harness.create("dropped", &["Observe", "Create", "Update", "Delete"]);
+    let closed = |name: &'static str| {
+        move |h: &Harness| {
+            h.get(name).is_some_and(|t| {
+                conditions::get(&t, "Synced").is_some_and(|c| c.status == "False" && c.message == CREATION_RESULT_UNKNOWN)
+            })
+        }
+    };
+    // "blind" dies after the cloud created its thing; "dropped" loses the create's response.
+    harness.eventually_restarting("the killed create to fail closed", Duration::from_secs(120), closed("blind"));
+    harness.eventually_restarting("the lost create to fail closed", Duration::from_secs(120), closed("dropped"));
+    let _ = &harness;
+    // Closed stays closed across a restart: no second create.
+    harness.server.kill_and_restart();
+    std::thread::sleep(Duration::from_secs(3));
+    for name in ["blind", "dropped"] {
+        let thing = harness.get(name).unwrap();
+        let uid = object::uid(&thing).unwrap().to_string();
+        assert_eq!(harness.cloud.creates_of(&uid), 1, "{name}");
+        assert!(closed(if name == "blind" { "blind" } else { "dropped" })(&harness), "{name} stays closed");
+        // A person tells it the identifier; it is adopted without another create.
+        let id = harness.cloud.things_of(&uid)[0]["id"].as_str().unwrap().to_string();
+        let patch = json!({"metadata": {"annotations": {"crossplane.io/external-name": id}}});
+        harness.rt.block_on(harness.kube().merge_patch(&thing_kind(), None, name, &patch)).unwrap();
+    }
+    harness.eventually_restarting("both to be adopted", Duration::from_secs(60), |h| {
+        ["blind", "dropped"].iter().all(|n| h.get(n).is_some_and(|t| ready_and_synced(&t)))
+    });
+    assert_exactly_one_each(&harness, &["blind".to_string(), "dropped".to_string()]);
+}
+
+#[test]
+fn names_taken_from_the_resource_recover_on_their_own() {
+    for point in [fault::AFTER_CREATE_INTENT, fault::AFTER_EXTERNAL_CREATE] {
+        let mut harness = Harness::start(Some(point));
+        harness.cloud.set_lookup(false);
+        harness.config(false, true);
+        harness.create("alice", &["Observe", "Create", "Update", "Delete"]);
+        harness.eventually_restarting("alice to be Ready", Duration::from_secs(120), |h| h.get("alice").is_some_and(|t| ready_and_synced(&t)));
+        assert_eq!(markers(harness.state.path()), 1, "{point}");
+        let thing = harness.get("alice").unwrap();
+        assert_eq!(object::annotation(&thing, "crossplane.io/external-name"), Some("alice"));
+        let live = harness.cloud.live();
+        assert_eq!(live.len(), 1, "{point}: {live:?}");
+        assert_eq!(live[0]["id"], "alice");
+    }
+}
+
+#[test]
+fn observe_only_never_creates_across_restarts() {
+    let mut harness = Harness::start(None);
+    harness.config(true, false);
+    harness.create("watcher", &["Observe"]);
+    let reported = |h: &Harness| {
+        h.get("watcher").is_some_and(|t| {
+            conditions::get(&t, "Synced").is_some_and(|c| c.message == "observe failed: external resource does not exist")
+                && conditions::get(&t, "Ready").is_some_and(|c| c.status == "False")
+        })
+    };
+    harness.eventually("the missing resource to be reported", Duration::from_secs(60), reported);
+    for _ in 0..2 {
+        harness.server.kill_and_restart();
+        harness.eventually("the missing resource to be reported again", Duration::from_secs(60), reported);
+    }
+    let uid = object::uid(&harness.get("watcher").unwrap()).unwrap().to_string();
+    assert_eq!(harness.cloud.creates_of(&uid), 0);
+    assert!(harness.cloud.live().is_empty());
+}
