@@ -4,11 +4,11 @@
 //! 50-property schemas: server RSS, time to establish, cold `kubectl api-resources`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -17,6 +17,7 @@ use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
 use oxplane_store::CompactionPolicy;
 use serde_json::json;
 
+use super::process::ServerProcess;
 use super::{Latencies, Report};
 
 /// Flags of `oxplane bench api`.
@@ -41,59 +42,6 @@ pub struct Args {
     /// afterwards). Defaults to the system's temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
-}
-
-/// An `oxplane up` child process.
-struct ServerProcess {
-    child: Child,
-    dir: PathBuf,
-}
-
-impl ServerProcess {
-    fn start(dir: &Path) -> anyhow::Result<ServerProcess> {
-        let exe = std::env::current_exe()?;
-        let child = Command::new(exe)
-            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
-            .arg(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .context("starting oxplane up")?;
-        let server = ServerProcess { child, dir: dir.to_path_buf() };
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while !dir.join("kubeconfig").exists() {
-            if Instant::now() > deadline {
-                bail!("the server did not start");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ok(server)
-    }
-
-    async fn client(&self) -> anyhow::Result<kube::Client> {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.dir.join("kubeconfig"))?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        Ok(kube::Client::try_from(config)?)
-    }
-
-    /// Resident memory of the server process, in MiB.
-    fn rss_mb(&self) -> anyhow::Result<f64> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;
-        let kb: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next())
-            .and_then(|v| v.parse().ok())
-            .context("VmRSS not found")?;
-        Ok(kb / 1024.0)
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status();
-        let _ = self.child.wait();
-    }
 }
 
 fn config_map(name: &str) -> ConfigMap {

@@ -2,6 +2,8 @@
 //! the same run, so a ratio can be read without trusting the machine's absolute speed.
 
 mod api;
+mod mr;
+mod process;
 mod store;
 
 use std::time::Duration;
@@ -16,6 +18,8 @@ pub enum Which {
     Store(store::Args),
     /// The API server over HTTPS beside the raw store, watch fan-out, and CRD scale.
     Api(api::Args),
+    /// Managed resources: 5,000 NopResources to Ready, beside the API alone.
+    Mr(mr::Args),
 }
 
 /// Runs one benchmark.
@@ -23,6 +27,7 @@ pub fn run(which: Which) -> anyhow::Result<()> {
     match which {
         Which::Store(args) => store::run(args),
         Which::Api(args) => api::run(args),
+        Which::Mr(args) => mr::run(args),
     }
 }
 

@@ -189,6 +189,11 @@ impl ManagedReconciler {
         {
             let name = managed.name().to_string();
             object::set_annotation(&mut managed.object, EXTERNAL_NAME, &name);
+            // A name derived from the resource's own name can always be derived again: a new
+            // resource saves it with the finalizer, in one write.
+            if !object::has_finalizer(&managed.object, FINALIZER) {
+                return None;
+            }
             if let Err(error) = self.save_critical(managed).await {
                 self.recorder.warning(&managed.object, "CannotInitializeManagedResource", error.to_string());
                 managed.set_condition(Condition::reconcile_error(&error));
@@ -265,6 +270,10 @@ impl ManagedReconciler {
         self.save_identity(managed, &observation).await?;
 
         if !observation.resource_exists && policies.should_only_observe() && !deleting {
+            // An observe-only resource never gets the finalizer, so save a derived name here.
+            if !object::has_finalizer(&managed.object, FINALIZER) && managed.external_name().is_some() {
+                self.save_critical(managed).await?;
+            }
             let message = "observe failed: external resource does not exist";
             self.recorder.warning(&managed.object, "CannotObserveExternalResource", message);
             managed.set_condition(Condition::unavailable().with_message("external resource does not exist"));
