@@ -46,7 +46,6 @@ pub enum CoreError {
 }
 
 /// What the core runs with.
-#[derive(Default)]
 pub struct CoreOptions {
     /// The built-in providers.
     pub providers: Vec<Arc<dyn BuiltinProvider>>,
@@ -54,6 +53,8 @@ pub struct CoreOptions {
     pub functions: Vec<(&'static str, Arc<dyn Function>)>,
     /// Providers to install at start: names of built-in providers or package references.
     pub install: Vec<String>,
+    /// How often XR controllers rebuild their watches from the composites' references.
+    pub reassert: Duration,
 }
 
 /// The running core.
@@ -63,6 +64,8 @@ pub struct Core {
     pub functions: Arc<FunctionRegistry>,
     /// The provider installer (which providers run).
     pub providers: Arc<ProviderInstaller>,
+    /// The XRD reconciler (which XR controllers run).
+    pub xrds: Arc<crate::xrd::controller::XrdReconciler>,
 }
 
 /// The package reference `--provider NAME` installs when NAME is not a reference itself.
@@ -79,9 +82,16 @@ impl Core {
         install_core_crds(runtime).await?;
         let functions = FunctionRegistry::new();
         let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers));
+        let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
+            runtime,
+            functions.clone(),
+            crate::xrd::controller::XrdSettings { reassert: options.reassert },
+        );
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),
             packages::start_controller(runtime, Arc::new(FunctionInstaller::new(functions.clone(), options.functions))),
+            crate::compositions::start_controller(runtime),
+            xrds,
         ];
         for wanted in &options.install {
             let (name, reference) = if wanted.contains('/') || wanted.contains(':') {
@@ -101,7 +111,7 @@ impl Core {
                 Err(error) => return Err(CoreError::Provider { name, error }),
             }
         }
-        Ok(Core { controllers, functions, providers })
+        Ok(Core { controllers, functions, providers, xrds: xrd_reconciler })
     }
 
     /// Stops every core controller (providers' controllers stop with the installer).

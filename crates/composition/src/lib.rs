@@ -2,6 +2,8 @@
 //! composite resource definitions, compositions and their revisions, composite resources
 //! and their function pipelines, claims and usages.
 
+pub mod composite;
+pub mod compositions;
 pub mod core;
 pub mod crds;
 pub mod packages;

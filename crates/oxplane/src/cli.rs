@@ -45,6 +45,10 @@ pub enum Command {
         /// How long a watch on a kind nothing depends on any more is kept before it stops.
         #[arg(long, value_name = "SECONDS", default_value_t = 10)]
         watch_grace_period: u64,
+        /// How often composite resource controllers rebuild the watches of the kinds they
+        /// compose from the composites' stored references.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        watch_reassert_interval: u64,
     },
     /// Measure oxplane's performance and print the figures.
     Bench {
@@ -65,12 +69,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             max_mutating_requests_inflight,
             providers,
             watch_grace_period,
+            watch_reassert_interval,
         } => {
             let mut config = oxplane_apiserver::server::ServerConfig::new(self::data_dir(data_dir)?, listen);
             config.watch_cache_window = watch_cache_window;
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
-            crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period) })
+            crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
+                reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
+            })
         }
         Command::Bench { which } => bench::run(which),
     }

@@ -16,6 +16,8 @@ pub struct UpOptions {
     pub providers: Vec<String>,
     /// How long idle watches are kept.
     pub watch_grace: Duration,
+    /// How often XR controllers re-assert their watches.
+    pub reassert: Duration,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -43,6 +45,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
                 providers: oxplane_providers::catalog(),
                 functions: oxplane_functions::builtin::builtin_names().into_iter().filter_map(|name| Some((name, oxplane_functions::builtin::builtin(name)?))).collect(),
                 install: options.providers,
+                reassert: options.reassert,
             },
         )
         .await

@@ -177,3 +177,23 @@ impl EventRecorder {
         Ok(())
     }
 }
+
+/// The events recorded on an object (matched by uid), as `(type, reason, message)`, oldest
+/// first.
+pub async fn events_of(kube: &Kube, object: &Value) -> Result<Vec<(String, String, String)>, crate::client::ApiError> {
+    let uid = object::uid(object).unwrap_or_default().to_string();
+    let mut events: Vec<Value> = kube
+        .list(&events_kind(), None, None)
+        .await?
+        .into_iter()
+        .filter(|e| e.pointer("/involvedObject/uid").and_then(Value::as_str) == Some(uid.as_str()))
+        .collect();
+    events.sort_by_key(|e| e.get("firstTimestamp").and_then(Value::as_str).unwrap_or_default().to_string());
+    Ok(events
+        .iter()
+        .map(|e| {
+            let field = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+            (field("type"), field("reason"), field("message"))
+        })
+        .collect())
+}

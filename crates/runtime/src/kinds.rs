@@ -90,6 +90,19 @@ impl Kind {
     pub fn api_version(&self) -> String {
         self.gvk.api_version()
     }
+
+    /// The kind a CustomResourceDefinition serves at its storage version.
+    pub fn of_crd(crd: &Value) -> Option<Kind> {
+        let spec = crd.get("spec")?;
+        let version = spec.get("versions")?.as_array()?.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?;
+        Some(Kind::new(
+            spec.get("group")?.as_str()?,
+            version.get("name")?.as_str()?,
+            spec.pointer("/names/kind")?.as_str()?,
+            spec.pointer("/names/plural")?.as_str()?,
+            spec.get("scope")?.as_str()? == "Namespaced",
+        ))
+    }
 }
 
 /// Why a kind could not be resolved.

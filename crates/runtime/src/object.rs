@@ -221,6 +221,27 @@ pub fn add_owner_reference(object: &mut Value, reference: Value) -> bool {
     true
 }
 
+/// Takes `metadata` and `spec` from `saved` (what a write returned), keeping the status
+/// computed in memory.
+pub fn adopt_saved(object: &mut Value, saved: Value) {
+    for field in ["metadata", "spec"] {
+        if let (Some(value), Some(root)) = (saved.get(field), object.as_object_mut()) {
+            root.insert(field.to_string(), value.clone());
+        }
+    }
+}
+
+/// Sets `status.<key>` (making `status` an object if needed).
+pub fn set_status_field(object: &mut Value, key: &str, value: Value) {
+    if let Some(root) = object.as_object_mut() {
+        let status = root.entry("status").or_insert_with(|| json!({}));
+        if !status.is_object() {
+            *status = json!({});
+        }
+        status[key] = value;
+    }
+}
+
 /// Now, as Kubernetes writes times (RFC 3339, seconds, UTC).
 pub fn now_rfc3339() -> String {
     jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()

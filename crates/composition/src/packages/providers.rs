@@ -52,18 +52,6 @@ impl ProviderInstaller {
     }
 }
 
-/// The kind a CRD serves at its storage version.
-fn served_kind(crd: &Value) -> Option<Kind> {
-    let spec = crd.get("spec")?;
-    let version = spec.get("versions")?.as_array()?.iter().find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))?;
-    Some(Kind::new(
-        spec.get("group")?.as_str()?,
-        version.get("name")?.as_str()?,
-        spec.pointer("/names/kind")?.as_str()?,
-        spec.pointer("/names/plural")?.as_str()?,
-        spec.get("scope")?.as_str()? == "Namespaced",
-    ))
-}
 
 fn is_managed(crd: &Value) -> bool {
     crd.pointer("/spec/names/categories").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c.as_str() == Some("managed")))
@@ -128,7 +116,7 @@ impl Installer for ProviderInstaller {
             if !is_managed(&crd) {
                 continue;
             }
-            let Some(kind) = served_kind(&crd) else { continue };
+            let Some(kind) = Kind::of_crd(&crd) else { continue };
             let items = match self.runtime.kube.list(&kind, None, None).await {
                 Ok(items) => items,
                 Err(error) if error.is_not_found() => continue,

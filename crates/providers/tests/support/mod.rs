@@ -62,14 +62,5 @@ pub async fn wait_object(runtime: &Runtime, kind: &Kind, namespace: Option<&str>
 
 /// Events recorded on an object (by its uid), as `(type, reason, message)`.
 pub async fn events_of(runtime: &Runtime, object: &Value) -> Vec<(String, String, String)> {
-    let uid = object::uid(object).unwrap_or_default().to_string();
-    let events = runtime.kube.list(&Kind::new("", "v1", "Event", "events", true), None, None).await.unwrap();
-    events
-        .iter()
-        .filter(|e| e.pointer("/involvedObject/uid").and_then(Value::as_str) == Some(uid.as_str()))
-        .map(|e| {
-            let field = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
-            (field("type"), field("reason"), field("message"))
-        })
-        .collect()
+    oxplane_runtime::events::events_of(&runtime.kube, object).await.unwrap()
 }

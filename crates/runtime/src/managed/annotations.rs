@@ -28,6 +28,24 @@ pub const RECONCILE_REQUESTED_AT: &str = "crossplane.io/reconcile-requested-at";
 /// The annotations the critical write saves.
 pub const CRITICAL: [&str; 4] = [EXTERNAL_NAME, CREATE_PENDING, CREATE_SUCCEEDED, CREATE_FAILED];
 
+/// Acknowledges a new `crossplane.io/reconcile-requested-at` token by recording it in
+/// `status.lastHandledReconcileAt`; whether there was a new one.
+pub fn take_reconcile_request(object: &mut Value) -> bool {
+    let Some(token) = object::annotation(object, RECONCILE_REQUESTED_AT).map(str::to_string) else {
+        return false;
+    };
+    if object.pointer("/status/lastHandledReconcileAt").and_then(Value::as_str) == Some(token.as_str()) {
+        return false;
+    }
+    let Some(root) = object.as_object_mut() else { return false };
+    let status = root.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    status["lastHandledReconcileAt"] = Value::String(token);
+    true
+}
+
 /// Whether the object is paused by annotation.
 pub fn is_paused(object: &Value) -> bool {
     object::annotation(object, PAUSED) == Some("true")

@@ -17,7 +17,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
 
 use super::annotations::{self, CREATE_FAILED, CREATE_PENDING, CREATE_SUCCEEDED, EXTERNAL_NAME};
 use super::connection;
@@ -221,21 +220,10 @@ impl ManagedReconciler {
         Action::Requeue
     }
 
-    /// `crossplane.io/reconcile-requested-at`: a new token is acknowledged in
-    /// `status.lastHandledReconcileAt`.
+    /// `crossplane.io/reconcile-requested-at`: a new token is acknowledged with an event.
     fn handle_reconcile_request(&self, managed: &mut Managed) {
-        let Some(token) = object::annotation(&managed.object, annotations::RECONCILE_REQUESTED_AT).map(str::to_string) else {
-            return;
-        };
-        if managed.object.pointer("/status/lastHandledReconcileAt").and_then(Value::as_str) == Some(token.as_str()) {
-            return;
-        }
-        self.recorder.normal(&managed.object, "ReconcileRequestHandled", "Handling reconcile request");
-        if let Some(root) = managed.object.as_object_mut() {
-            let status = root.entry("status").or_insert_with(|| Value::Object(Default::default()));
-            if let Some(status) = status.as_object_mut() {
-                status.insert("lastHandledReconcileAt".into(), Value::String(token));
-            }
+        if annotations::take_reconcile_request(&mut managed.object) {
+            self.recorder.normal(&managed.object, "ReconcileRequestHandled", "Handling reconcile request");
         }
     }
 

@@ -60,7 +60,9 @@ impl InformerState {
     }
 }
 
-/// A subscriber's callback. It runs on the informer's task and must not block: it queues keys.
+/// A subscriber's callback. It runs on the informer's task (or, replaying, inside
+/// [`super::Watches::subscribe`]) and must not block or call into the watch registry: it
+/// queues keys.
 pub type Handler = Arc<dyn Fn(&WatchEvent) + Send + Sync>;
 
 /// A subscription to an informer.

@@ -1,0 +1,183 @@
+//! Realtime composition: which kinds each composite depends on (what it composes and what
+//! its functions require), and a watch per kind, counted. A composite records its kinds
+//! before it creates anything of them, so the watch exists before the first change it must
+//! see; a kind's watch is released only when no composite of this controller depends on it
+//! any more. The index is rebuilt from the composites' persisted `resourceRefs` on a timer,
+//! so a missed update heals itself without a restart — nothing is ever stopped on a guess.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, Weak};
+
+use oxplane_runtime::controller::Controller;
+use oxplane_runtime::kinds::{Gvk, Kind};
+use oxplane_runtime::object::{self, ObjectKey};
+use oxplane_runtime::watches::{Informer, WatchEvent, WatchHandle, Watches};
+use serde_json::Value;
+
+#[derive(Default)]
+struct Index {
+    by_composite: HashMap<ObjectKey, BTreeSet<Gvk>>,
+    counts: HashMap<Gvk, usize>,
+    handles: HashMap<Gvk, WatchHandle>,
+}
+
+/// The dependency index and the watches it holds, for one XR controller.
+pub struct Dependencies {
+    watches: Watches,
+    xr_kind: Kind,
+    controller: Mutex<Weak<Controller>>,
+    index: Mutex<Index>,
+}
+
+impl Dependencies {
+    /// An empty index for composites of `xr_kind`.
+    pub fn new(watches: Watches, xr_kind: Kind) -> Arc<Self> {
+        Arc::new(Dependencies { watches, xr_kind, controller: Mutex::new(Weak::new()), index: Mutex::new(Index::default()) })
+    }
+
+    /// The controller whose queue watch events feed.
+    pub fn attach(&self, controller: &Arc<Controller>) {
+        *self.controller.lock().unwrap_or_else(|p| p.into_inner()) = Arc::downgrade(controller);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Index> {
+        self.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records that `composite` depends on exactly `kinds`, starting watches for new kinds
+    /// (before this returns) and releasing kinds nothing depends on any more.
+    pub fn set(self: &Arc<Self>, composite: &ObjectKey, kinds: BTreeSet<Gvk>) {
+        let Some(controller) = self.controller.lock().unwrap_or_else(|p| p.into_inner()).upgrade() else { return };
+        let mut index = self.lock();
+        let old = index.by_composite.remove(composite).unwrap_or_default();
+        for gvk in kinds.difference(&old) {
+            *index.counts.entry(gvk.clone()).or_insert(0) += 1;
+        }
+        for gvk in old.difference(&kinds) {
+            if let Some(count) = index.counts.get_mut(gvk) {
+                *count = count.saturating_sub(1);
+            }
+        }
+        if !kinds.is_empty() {
+            index.by_composite.insert(composite.clone(), kinds);
+        }
+        self.reconcile_watches(index, &controller);
+    }
+
+    /// Forgets a composite that is gone.
+    pub fn forget(self: &Arc<Self>, composite: &ObjectKey) {
+        self.set(composite, BTreeSet::new());
+    }
+
+    /// Starts the watches counted kinds need and drops those of kinds counted zero. Takes the
+    /// index lock's guard and releases it before subscribing: a new subscription replays what
+    /// its informer knows into our mapper, which reads the index.
+    fn reconcile_watches(self: &Arc<Self>, mut index: std::sync::MutexGuard<'_, Index>, controller: &Arc<Controller>) {
+        index.counts.retain(|_, count| *count > 0);
+        let Index { counts, handles, .. } = &mut *index;
+        let released: Vec<WatchHandle> = {
+            let gone: Vec<Gvk> = handles.keys().filter(|g| !counts.contains_key(*g)).cloned().collect();
+            gone.iter().filter_map(|g| handles.remove(g)).collect()
+        };
+        let missing: Vec<Gvk> = counts.keys().filter(|g| !handles.contains_key(*g)).cloned().collect();
+        drop(index);
+        drop(released);
+        for gvk in missing {
+            let weak = Arc::downgrade(self);
+            let xr_kind = self.xr_kind.clone();
+            let watched = gvk.clone();
+            let handle = controller.subscribe_mapped(&self.watches, &gvk, move |event| {
+                let Some(dependencies) = weak.upgrade() else { return Vec::new() };
+                match event {
+                    WatchEvent::Applied { new, .. } => owner_key(&xr_kind, new).into_iter().collect(),
+                    WatchEvent::Deleted(old) => owner_key(&xr_kind, old).into_iter().collect(),
+                    // The kind stopped (or started) being served: every dependent must say so.
+                    WatchEvent::State(_) => dependencies.dependents(&watched),
+                }
+            });
+            let mut index = self.lock();
+            if index.counts.contains_key(&gvk) && !index.handles.contains_key(&gvk) {
+                index.handles.insert(gvk, handle);
+            }
+        }
+    }
+
+    /// Drops every watch and forgets every composite.
+    pub fn clear(&self) {
+        let handles = {
+            let mut index = self.lock();
+            index.by_composite.clear();
+            index.counts.clear();
+            std::mem::take(&mut index.handles)
+        };
+        drop(handles);
+    }
+
+    /// Composites that depend on a kind.
+    pub fn dependents(&self, gvk: &Gvk) -> Vec<ObjectKey> {
+        self.lock().by_composite.iter().filter(|(_, kinds)| kinds.contains(gvk)).map(|(key, _)| key.clone()).collect()
+    }
+
+    /// The informer of a watched kind (to read composed resources from memory).
+    pub fn informer(&self, gvk: &Gvk) -> Option<Arc<Informer>> {
+        self.lock().handles.get(gvk).map(|h| h.informer().clone())
+    }
+
+    /// Kinds watched, with how many composites depend on each.
+    pub fn counts(&self) -> Vec<(Gvk, usize)> {
+        let mut counts: Vec<(Gvk, usize)> = self.lock().counts.iter().map(|(g, c)| (g.clone(), *c)).collect();
+        counts.sort();
+        counts
+    }
+
+    /// Rebuilds the index from composites as stored (their `resourceRefs` are written before
+    /// anything they name is created), keeping the required kinds each already recorded.
+    pub fn reassert(self: &Arc<Self>, composites: &[Arc<Value>], refs_pointer: &str) {
+        let Some(controller) = self.controller.lock().unwrap_or_else(|p| p.into_inner()).upgrade() else { return };
+        let mut rebuilt: HashMap<ObjectKey, BTreeSet<Gvk>> = HashMap::new();
+        for composite in composites {
+            let Some(key) = ObjectKey::of(composite) else { continue };
+            let kinds: BTreeSet<Gvk> = composite
+                .pointer(refs_pointer)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| Some(Gvk::from_api_version(r.get("apiVersion")?.as_str()?, r.get("kind")?.as_str()?)))
+                .collect();
+            rebuilt.insert(key, kinds);
+        }
+        let mut index = self.lock();
+        for (key, kinds) in index.by_composite.iter() {
+            if let Some(entry) = rebuilt.get_mut(key) {
+                // Required kinds are not in resourceRefs: keep what the last reconcile found.
+                entry.extend(kinds.iter().cloned());
+            }
+        }
+        rebuilt.retain(|_, kinds| !kinds.is_empty());
+        let mut counts: HashMap<Gvk, usize> = HashMap::new();
+        for kinds in rebuilt.values() {
+            for gvk in kinds {
+                *counts.entry(gvk.clone()).or_insert(0) += 1;
+            }
+        }
+        index.by_composite = rebuilt;
+        index.counts = counts;
+        self.reconcile_watches(index, &controller);
+    }
+}
+
+/// The key of the composite of `xr_kind` that controls `composed`, if any.
+fn owner_key(xr_kind: &Kind, composed: &Value) -> Option<ObjectKey> {
+    let owner = object::controller_ref(composed)?;
+    if owner.get("kind").and_then(Value::as_str) != Some(xr_kind.gvk.kind.as_str()) {
+        return None;
+    }
+    let owner_group = owner.get("apiVersion").and_then(Value::as_str).map(|v| Gvk::from_api_version(v, "").group)?;
+    if owner_group != xr_kind.gvk.group {
+        return None;
+    }
+    let name = owner.get("name").and_then(Value::as_str)?;
+    // A namespaced composite composes only in its own namespace.
+    let namespace = if xr_kind.namespaced { object::namespace(composed) } else { None };
+    Some(ObjectKey::new(namespace, name))
+}

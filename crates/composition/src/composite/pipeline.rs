@@ -1,0 +1,253 @@
+//! Running a composition's function pipeline: the observed state (the composite and the
+//! composed resources it references), each step called in order with what the previous step
+//! desired, requirements fetched and the step called again until they settle, results,
+//! conditions and the shortest TTL collected.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxplane_functions::Function;
+use oxplane_functions::protocol::{
+    Capability, Condition, Credentials, FnResult, Match, Requirements, Resource, ResourceSelector, Resources, RunFunctionRequest,
+    RunFunctionResponse, Severity, State,
+};
+use oxplane_runtime::Runtime;
+use oxplane_runtime::kinds::Gvk;
+use oxplane_runtime::managed::connection;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::packages::FunctionRegistry;
+
+/// How often a step may be called again because its requirements changed (Crossplane's
+/// `MaxRequirementsIterations`).
+pub const MAX_REQUIREMENT_ITERATIONS: usize = 5;
+
+/// What a step calls.
+#[derive(Clone)]
+pub enum StepFunction {
+    /// A Function installed under this name (`functionRef.name`).
+    Named(String),
+    /// A function called directly (the legacy `mode: Resources` runs patch-and-transform).
+    Direct(Arc<dyn Function>),
+}
+
+/// One pipeline step.
+#[derive(Clone)]
+pub struct Step {
+    /// `step`.
+    pub name: String,
+    /// What it calls.
+    pub function: StepFunction,
+    /// `input`.
+    pub input: Option<Value>,
+    /// `credentials`: name → `(namespace, name)` of a Secret.
+    pub credentials: Vec<(String, Option<(String, String)>)>,
+    /// `requirements.requiredResources`, fetched before the first call.
+    pub required: BTreeMap<String, ResourceSelector>,
+}
+
+impl Step {
+    /// Reads a Composition pipeline step.
+    pub fn parse(step: &Value) -> Result<Step, String> {
+        let name = step.get("step").and_then(Value::as_str).ok_or("a pipeline step has no name")?.to_string();
+        let function =
+            step.pointer("/functionRef/name").and_then(Value::as_str).ok_or_else(|| format!("pipeline step {name:?} has no functionRef.name"))?;
+        let credentials = step
+            .get("credentials")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| {
+                let credential = c.get("name")?.as_str()?.to_string();
+                let secret = (c.get("source").and_then(Value::as_str) == Some("Secret")).then(|| {
+                    let field = |f: &str| c.pointer(&format!("/secretRef/{f}")).and_then(Value::as_str).unwrap_or_default().to_string();
+                    (field("namespace"), field("name"))
+                });
+                Some((credential, secret))
+            })
+            .collect();
+        let mut required = BTreeMap::new();
+        for requirement in step.pointer("/requirements/requiredResources").and_then(Value::as_array).into_iter().flatten() {
+            let Some(key) = requirement.get("requirementName").and_then(Value::as_str) else { continue };
+            let text = |f: &str| requirement.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+            let matching = match requirement.get("name").and_then(Value::as_str) {
+                Some(name) => Match::Name(name.to_string()),
+                None => Match::Labels(
+                    requirement
+                        .get("matchLabels")
+                        .and_then(Value::as_object)
+                        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+                        .unwrap_or_default(),
+                ),
+            };
+            required.insert(
+                key.to_string(),
+                ResourceSelector {
+                    api_version: text("apiVersion"),
+                    kind: text("kind"),
+                    matching,
+                    namespace: requirement.get("namespace").and_then(Value::as_str).map(str::to_string),
+                },
+            );
+        }
+        Ok(Step { name, function: StepFunction::Named(function.to_string()), input: step.get("input").cloned(), credentials, required })
+    }
+}
+
+/// What the pipeline produced.
+#[derive(Default)]
+pub struct Outcome {
+    /// The desired state after the last step.
+    pub desired: State,
+    /// Results, with the step that returned them.
+    pub results: Vec<(String, FnResult)>,
+    /// Conditions for the composite (and claim).
+    pub conditions: Vec<Condition>,
+    /// The shortest TTL any step returned.
+    pub ttl: Option<Duration>,
+    /// A step returned a fatal result: `pipeline step "<step>" returned a fatal result: <msg>`.
+    pub fatal: Option<String>,
+    /// Kinds the steps required (for realtime watches).
+    pub required_kinds: Vec<Gvk>,
+}
+
+/// Runs the steps over the observed state.
+pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step], observed: State) -> Result<Outcome, String> {
+    let mut outcome = Outcome::default();
+    let mut desired = State::default();
+    let mut context: Option<Value> = Some(Value::Object(Default::default()));
+    for step in steps {
+        let function = match &step.function {
+            StepFunction::Direct(function) => function.clone(),
+            StepFunction::Named(name) => functions.get(name).ok_or_else(|| {
+                format!(
+                    "cannot run pipeline step {:?}: function {name:?} is not installed: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active); create a Function whose package is one of oxplane's built-in functions",
+                    step.name
+                )
+            })?,
+        };
+        let mut credentials = BTreeMap::new();
+        for (name, secret) in &step.credentials {
+            let Some((namespace, secret_name)) = secret else { continue };
+            let data = connection::read_secret(&runtime.kube, namespace, secret_name)
+                .await
+                .map_err(|e| format!("cannot get credentials secret {namespace}/{secret_name}: {e}"))?
+                .ok_or_else(|| format!("cannot get credentials secret {namespace}/{secret_name}: not found"))?;
+            credentials.insert(name.clone(), Credentials::CredentialData(data));
+        }
+        let mut required_resources = BTreeMap::new();
+        for (key, selector) in &step.required {
+            required_resources.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+        }
+        let mut request = RunFunctionRequest {
+            observed: observed.clone(),
+            desired: desired.clone(),
+            input: step.input.clone(),
+            context: context.clone(),
+            credentials,
+            required_resources,
+            ..Default::default()
+        };
+        request.meta.capabilities = Capability::ALL.to_vec();
+        let mut last_requirements: Option<Requirements> = None;
+        let mut calls = 0;
+        let response: RunFunctionResponse = loop {
+            request.meta.tag = tag(&request);
+            let response = function.run(request.clone()).await.map_err(|e| format!("cannot run pipeline step {:?}: {e}", step.name))?;
+            calls += 1;
+            if response.results.iter().any(|r| r.severity == Severity::Fatal) || response.requirements.is_empty() {
+                break response;
+            }
+            if last_requirements.as_ref() == Some(&response.requirements) {
+                break response;
+            }
+            if calls > MAX_REQUIREMENT_ITERATIONS {
+                return Err(format!(
+                    "cannot run pipeline step {:?}: requirements didn't stabilize after the maximum number of iterations ({MAX_REQUIREMENT_ITERATIONS})",
+                    step.name
+                ));
+            }
+            let mut fetched = BTreeMap::new();
+            for (key, selector) in &response.requirements.resources {
+                fetched.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+            }
+            let mut extra = BTreeMap::new();
+            for (key, selector) in &response.requirements.extra_resources {
+                extra.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+            }
+            // First-call shortcut: nothing new to send.
+            if fetched.iter().all(|(k, v)| request.required_resources.get(k) == Some(v)) && extra == request.extra_resources && calls == 1 && !fetched.is_empty() {
+                break response;
+            }
+            for (key, resources) in fetched {
+                request.required_resources.insert(key, resources);
+            }
+            request.extra_resources = extra;
+            request.context = response.context.clone().or(request.context.take());
+            last_requirements = Some(response.requirements.clone());
+        };
+        if let Some(ttl) = response.meta.ttl.filter(|t| !t.is_zero()) {
+            outcome.ttl = Some(outcome.ttl.map_or(ttl, |t| t.min(ttl)));
+        }
+        outcome.conditions.extend(response.conditions.iter().cloned());
+        let fatal = response.results.iter().find(|r| r.severity == Severity::Fatal).map(|r| r.message.clone());
+        outcome.results.extend(response.results.into_iter().map(|r| (step.name.clone(), r)));
+        if let Some(message) = fatal {
+            outcome.fatal = Some(format!("pipeline step {:?} returned a fatal result: {message}", step.name));
+            outcome.desired = desired;
+            return Ok(outcome);
+        }
+        desired = response.desired;
+        context = response.context.or(context);
+    }
+    outcome.desired = desired;
+    Ok(outcome)
+}
+
+/// A request's tag: a hash of everything in it, so identical requests share a tag.
+fn tag(request: &RunFunctionRequest) -> String {
+    let mut clean = request.clone();
+    clean.meta.tag.clear();
+    let digest = Sha256::digest(format!("{clean:?}").as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Fetches the resources a selector names (sorted by namespace and name); an empty list when
+/// nothing matches or the kind is not served.
+async fn fetch(runtime: &Runtime, selector: &ResourceSelector, kinds: &mut Vec<Gvk>) -> Result<Resources, String> {
+    let gvk = Gvk::from_api_version(&selector.api_version, &selector.kind);
+    if !kinds.contains(&gvk) {
+        kinds.push(gvk.clone());
+    }
+    let kind = match runtime.watches.kinds().resolve(&gvk).await {
+        Ok(kind) => kind,
+        Err(oxplane_runtime::kinds::KindError::NotServed { .. }) => return Ok(Resources::default()),
+        Err(error) => return Err(format!("cannot fetch required resources: {error}")),
+    };
+    let namespace = selector.namespace.as_deref().filter(|ns| !ns.is_empty());
+    let mut items = match &selector.matching {
+        Match::Name(name) => runtime
+            .kube
+            .get(&kind, namespace, name)
+            .await
+            .map_err(|e| format!("cannot get required resource {gvk} {name:?}: {e}"))?
+            .into_iter()
+            .collect::<Vec<_>>(),
+        Match::Labels(labels) => {
+            let selector: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let selector = selector.join(",");
+            runtime
+                .kube
+                .list(&kind, namespace, (!selector.is_empty()).then_some(selector.as_str()))
+                .await
+                .map_err(|e| format!("cannot list required resources {gvk}: {e}"))?
+        }
+    };
+    items.sort_by(|a, b| {
+        let key = |o: &Value| (oxplane_runtime::object::namespace(o).unwrap_or_default().to_string(), oxplane_runtime::object::name(o).unwrap_or_default().to_string());
+        key(a).cmp(&key(b))
+    });
+    Ok(Resources { items: items.into_iter().map(|resource| Resource { resource, ..Default::default() }).collect() })
+}

@@ -1,0 +1,549 @@
+//! The composite resource (XR) reconciler, as Crossplane's: select a Composition and a
+//! revision, run its function pipeline over what exists, record the composed resources it
+//! wants in `resourceRefs` before creating any of them, apply them, delete what is no longer
+//! desired, and say what happened in `Synced`, `Ready` and events. The status is written on
+//! every exit when it changed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use oxplane_functions::protocol::{ConditionStatus, Ready, Resource, Severity, State, Target};
+use oxplane_runtime::Runtime;
+use oxplane_runtime::conditions::{self, Condition};
+use oxplane_runtime::controller::{Action, ReconcileError, Reconciler};
+use oxplane_runtime::events::EventRecorder;
+use oxplane_runtime::kinds::{Gvk, KindError};
+use oxplane_runtime::managed::annotations;
+use oxplane_runtime::object::{self, ObjectKey};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+use super::compose::{self, ANNOTATION_RESOURCE_NAME, LABEL_COMPOSITE, MANAGER_COMPOSITE};
+use super::dependencies::Dependencies;
+use super::pipeline::{self, Step, StepFunction};
+use super::select;
+use super::shape::XrType;
+use crate::packages::FunctionRegistry;
+
+/// The finalizer of composite resources.
+pub const FINALIZER: &str = "composite.apiextensions.crossplane.io";
+/// The condition types functions may not set.
+pub const SYSTEM_CONDITIONS: [&str; 5] = ["Ready", "Synced", "Healthy", "UpToDate", "Responsive"];
+
+/// `a`, `a and b`, `a, b, and c`, `a, b, c, and N more` (sorted).
+pub fn name_list(names: &[String]) -> String {
+    let mut sorted = names.to_vec();
+    sorted.sort();
+    match sorted.len() {
+        0 => String::new(),
+        1 => sorted[0].clone(),
+        2 => format!("{} and {}", sorted[0], sorted[1]),
+        3 => format!("{}, {}, and {}", sorted[0], sorted[1], sorted[2]),
+        n => format!("{}, {}, {}, and {} more", sorted[0], sorted[1], sorted[2], n - 3),
+    }
+}
+
+/// One XRD's composite resources.
+pub struct XrReconciler {
+    runtime: Runtime,
+    xr_type: XrType,
+    functions: Arc<FunctionRegistry>,
+    recorder: EventRecorder,
+    dependencies: Arc<Dependencies>,
+    /// Per (composite uid, resource name): hash of the object last applied and the
+    /// resourceVersion the apply produced — an unchanged desired object whose resource is
+    /// still at that version needs no request.
+    applied: Mutex<HashMap<(String, String), (String, String)>>,
+}
+
+/// A reconcile that failed in a way the composite's conditions report.
+struct Failure {
+    reason: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Failure { reason, message: message.into() }
+    }
+}
+
+type ReconcileResult = Result<Action, ReconcileError>;
+
+impl XrReconciler {
+    /// A reconciler for the composites of `xr_type`.
+    pub fn new(runtime: Runtime, xr_type: XrType, functions: Arc<FunctionRegistry>, dependencies: Arc<Dependencies>) -> Self {
+        let recorder = EventRecorder::new(runtime.kube.clone(), "defined/compositeresourcedefinition.apiextensions.crossplane.io")
+            .with_annotations(json!({"controller": xr_type.controller_name()}));
+        XrReconciler { runtime, xr_type, functions, recorder, dependencies, applied: Mutex::new(HashMap::new()) }
+    }
+
+    async fn patch_machinery(&self, xr: &mut Value, fields: Value) -> Result<(), ReconcileError> {
+        let (namespace, name) = (object::namespace(xr).map(str::to_string), object::name(xr).unwrap_or_default().to_string());
+        let saved = self.runtime.kube.merge_patch(&self.xr_type.kind, namespace.as_deref(), &name, &self.xr_type.patch(fields)).await?;
+        object::adopt_saved(xr, saved);
+        Ok(())
+    }
+
+    async fn run(&self, xr: &mut Value) -> ReconcileResult {
+        conditions::set(xr, Condition::new("Responsive", "True", "WatchCircuitClosed"));
+        if annotations::is_paused(xr) {
+            self.recorder.normal(xr, "ReconciliationPaused", "Reconciliation is paused via the pause annotation");
+            conditions::set(xr, Condition::reconcile_paused().with_message("Reconciliation (including deletion) is paused via the pause annotation"));
+            return Ok(Action::Done);
+        }
+        if annotations::take_reconcile_request(xr) {
+            self.recorder.normal(xr, "ReconcileRequestHandled", "Handling reconcile request");
+        }
+        if object::is_deleting(xr) {
+            conditions::set(xr, Condition::deleting());
+            conditions::set(xr, Condition::reconcile_success());
+            if let Some(key) = ObjectKey::of(xr) {
+                self.dependencies.forget(&key);
+            }
+            if object::has_finalizer(xr, FINALIZER) {
+                // Composed resources go through the garbage collector (they carry a controller
+                // reference that blocks owner deletion), as the user's propagation policy says.
+                if let Some(saved) = self.write_status(xr, &json!(null)).await?
+                    && let Some(version) = saved.pointer("/metadata/resourceVersion")
+                {
+                    xr["metadata"]["resourceVersion"] = version.clone();
+                }
+                object::remove_finalizer(xr, FINALIZER);
+                match self.runtime.kube.replace(&self.xr_type.kind, xr).await {
+                    Ok(saved) => object::adopt_saved(xr, saved),
+                    Err(error) if error.is_not_found() => return Ok(Action::Done),
+                    Err(error) => {
+                        self.recorder.warning(xr, "DeleteCompositeResource", format!("cannot remove composite resource finalizer: {error}"));
+                        return Err(error.into());
+                    }
+                }
+            }
+            return Ok(Action::Done);
+        }
+        if object::add_finalizer(xr, FINALIZER) {
+            match self.runtime.kube.replace(&self.xr_type.kind, xr).await {
+                Ok(saved) => object::adopt_saved(xr, saved),
+                Err(error) => {
+                    self.recorder.warning(xr, "InitializeCompositeResource", format!("cannot add composite resource finalizer: {error}"));
+                    return Err(error.into());
+                }
+            }
+        }
+        match self.compose(xr).await {
+            Ok(action) => Ok(action),
+            Err(failure) => {
+                self.recorder.warning(xr, failure.reason, &failure.message);
+                conditions::set(xr, Condition::reconcile_error(&failure.message));
+                Ok(Action::Requeue)
+            }
+        }
+    }
+
+    async fn compose(&self, xr: &mut Value) -> Result<Action, Failure> {
+        let runtime = &self.runtime;
+        let xr_type = &self.xr_type;
+        // Composition selection: enforced, default, then by selector.
+        match select::composition(runtime, xr_type, xr).await {
+            Ok(Some(selected)) => {
+                self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("SelectComposition", format!("cannot select Composition: {e}")))?;
+                self.recorder.normal(xr, selected.event.0, selected.event.1);
+            }
+            Ok(None) => {}
+            Err(error) => return Err(Failure::new("SelectComposition", format!("cannot select Composition: {error}"))),
+        }
+        if let Some(selected) = select::revision_selector_default(xr_type, xr) {
+            self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("SelectComposition", format!("cannot select Composition: {e}")))?;
+            self.recorder.normal(xr, selected.event.0, selected.event.1);
+        }
+        let Some(composition) = xr_type.name_of(xr, "compositionRef") else {
+            return Err(Failure::new("SelectComposition", "cannot select Composition: no Composition selected"));
+        };
+        let (revision, change) = select::revision(runtime, xr_type, xr, &composition)
+            .await
+            .map_err(|e| Failure::new("ComposeResources", format!("cannot fetch Composition: {e}")))?;
+        if let Some(selected) = change {
+            self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("ComposeResources", format!("cannot fetch Composition: {e}")))?;
+            self.recorder.normal(xr, selected.event.0, selected.event.1);
+        }
+        let revision_name = object::name(&revision).unwrap_or_default().to_string();
+        if let Some(valid) = conditions::get(&revision, "ValidPipeline").filter(|c| c.status != "True") {
+            let why = if valid.message.is_empty() { "pipeline status unknown".to_string() } else { valid.message };
+            return Err(Failure::new(
+                "ComposeResources",
+                format!("selected CompositionRevision {revision_name} does not have a valid function pipeline: {why}"),
+            ));
+        }
+        if object::label(xr, LABEL_COMPOSITE).is_none() {
+            let name = object::name(xr).unwrap_or_default().to_string();
+            let (namespace, xr_name) = (object::namespace(xr).map(str::to_string), name.clone());
+            let saved = runtime
+                .kube
+                .merge_patch(&xr_type.kind, namespace.as_deref(), &xr_name, &json!({"metadata": {"labels": {LABEL_COMPOSITE: name}}}))
+                .await
+                .map_err(|e| Failure::new("ComposeResources", format!("cannot label composite resource: {e}")))?;
+            object::adopt_saved(xr, saved);
+        }
+        if xr_type.legacy {
+            let api_version = revision.pointer("/spec/compositeTypeRef/apiVersion");
+            let kind = revision.pointer("/spec/compositeTypeRef/kind");
+            if api_version != xr.get("apiVersion") || kind != xr.get("kind") {
+                return Err(Failure::new("ComposeResources", "cannot compose resources: referenced composition is not compatible with this composite resource"));
+            }
+            if xr_type.field(xr, "writeConnectionSecretToRef").is_none()
+                && let Some(namespace) = revision.pointer("/spec/writeConnectionSecretsToNamespace").and_then(Value::as_str)
+            {
+                let uid = object::uid(xr).unwrap_or_default().to_string();
+                self.patch_machinery(xr, json!({"writeConnectionSecretToRef": {"name": uid, "namespace": namespace}}))
+                    .await
+                    .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+            }
+        }
+
+        let steps = steps_of(&revision).map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+        let (observed, observed_objects) = self.observe(xr).await.map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+        let outcome = pipeline::run(runtime, &self.functions, &steps, observed)
+            .await
+            .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+
+        // Results become events; function conditions (not system ones) are set.
+        for (step, result) in &outcome.results {
+            let reason = result.reason.clone().filter(|r| !r.is_empty()).unwrap_or_else(|| "ComposeResources".to_string());
+            match result.severity {
+                Severity::Normal => self.recorder.normal(xr, &reason, format!("Pipeline step {step:?}: {}", result.message)),
+                Severity::Warning | Severity::Fatal => self.recorder.warning(xr, &reason, format!("Pipeline step {step:?}: {}", result.message)),
+                Severity::Unspecified => self.recorder.warning(
+                    xr,
+                    &reason,
+                    format!("Pipeline step {step:?} returned a result of unknown severity (assuming warning): {}", result.message),
+                ),
+            }
+        }
+        let mut claim_conditions = BTreeSet::new();
+        for condition in &outcome.conditions {
+            if SYSTEM_CONDITIONS.contains(&condition.type_.as_str()) {
+                continue;
+            }
+            let status = match condition.status {
+                ConditionStatus::True => "True",
+                ConditionStatus::False => "False",
+                _ => "Unknown",
+            };
+            conditions::set(xr, Condition::new(&condition.type_, status, &condition.reason).with_message(condition.message.clone().unwrap_or_default()));
+            if condition.target == Some(Target::CompositeAndClaim) {
+                claim_conditions.insert(condition.type_.clone());
+            }
+        }
+        if xr_type.legacy && !claim_conditions.is_empty() {
+            object::set_status_field(xr, "claimConditionTypes", json!(claim_conditions));
+        }
+        if let Some(fatal) = &outcome.fatal {
+            self.mark_undetermined(xr, &outcome);
+            return Err(Failure::new("ComposeResources", format!("cannot compose resources: {fatal}")));
+        }
+
+        // The composed resources, rendered.
+        let xr_snapshot = xr.clone();
+        let mut rendered = Vec::new();
+        for (name, resource) in &outcome.desired.resources {
+            let observed = observed_objects.get(name);
+            let one = compose::render(runtime, &xr_snapshot, xr_type.kind.namespaced, name, &resource.resource, observed)
+                .await
+                .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+            if let Some(warning) = &one.warning {
+                self.recorder.warning(xr, "NamespaceOverridden", warning);
+            }
+            rendered.push((one, resource.ready));
+        }
+
+        // Composed resources no longer desired go, after their references are dropped.
+        for (name, composed) in &observed_objects {
+            if outcome.desired.resources.contains_key(name) {
+                continue;
+            }
+            let Some(gvk) = Gvk::of(composed) else { continue };
+            let Ok(kind) = runtime.watches.kinds().resolve(&gvk).await else { continue };
+            compose::collect(runtime, xr, &kind, composed)
+                .await
+                .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+        }
+
+        // resourceRefs first: nothing is created before the composite records it.
+        let mut refs: Vec<Value> = rendered
+            .iter()
+            .map(|(one, _)| {
+                let mut reference = json!({"apiVersion": one.kind.api_version(), "kind": one.kind.gvk.kind, "name": object::name(&one.object)});
+                if !xr_type.kind.namespaced && let Some(namespace) = object::namespace(&one.object) {
+                    reference["namespace"] = json!(namespace);
+                }
+                reference
+            })
+            .collect();
+        refs.sort_by_key(|r| (r["apiVersion"].to_string(), r["kind"].to_string(), r["namespace"].to_string(), r["name"].to_string()));
+        if xr_type.field(xr, "resourceRefs").cloned().unwrap_or_else(|| json!([])) != json!(refs) {
+            let apply = xr_type.apply_object(xr, json!({"resourceRefs": refs}));
+            let saved = runtime
+                .kube
+                .apply(&xr_type.kind, &apply, MANAGER_COMPOSITE, true)
+                .await
+                .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: cannot update composed resource references: {e}")))?;
+            object::adopt_saved(xr, saved);
+        }
+        // Watches of every kind it composes or requires exist before anything is applied.
+        let mut kinds: BTreeSet<Gvk> = rendered.iter().map(|(one, _)| one.kind.gvk.clone()).collect();
+        kinds.extend(outcome.required_kinds.iter().cloned());
+        if let Some(key) = ObjectKey::of(xr) {
+            self.dependencies.set(&key, kinds);
+        }
+
+        let manager_for = |kind| compose::composed_manager(object::name(xr).unwrap_or_default(), kind);
+        let mut unsynced = Vec::new();
+        let mut unready = Vec::new();
+        for (one, ready) in &rendered {
+            let applied = self.apply(xr, one, &manager_for(&one.kind), observed_objects.get(&one.resource_name)).await;
+            match applied {
+                Ok(()) => {}
+                Err(error) if error.is_invalid() => {
+                    self.recorder.warning(xr, "ComposeResources", format!("cannot apply composed resource {:?}: {error}", one.resource_name));
+                    unsynced.push(one.resource_name.clone());
+                }
+                Err(error) if error.is_not_found() => {
+                    let served = runtime.watches.kinds().resolve(&one.kind.gvk).await;
+                    let message = match served {
+                        Err(not_served @ KindError::NotServed { .. }) => not_served.to_string(),
+                        _ => error.to_string(),
+                    };
+                    return Err(Failure::new("ComposeResources", format!("cannot compose resources: cannot apply composed resource {:?}: {message}", one.resource_name)));
+                }
+                Err(error) => {
+                    return Err(Failure::new(
+                        "ComposeResources",
+                        format!("cannot compose resources: cannot apply composed resource {:?}: {error}", one.resource_name),
+                    ));
+                }
+            }
+            if *ready != Ready::True {
+                unready.push(one.resource_name.clone());
+            }
+        }
+
+        // The status functions desire for the composite (only its status is honoured).
+        if let Some(status) = outcome.desired.composite.as_ref().and_then(|c| c.resource.get("status")).and_then(Value::as_object) {
+            for (key, value) in status {
+                if key != "conditions" {
+                    object::set_status_field(xr, key, value.clone());
+                }
+            }
+        }
+
+        for name in &unsynced {
+            self.recorder.normal(xr, "ComposeResources", format!("Composed resource {name:?} is not yet valid"));
+        }
+        if unsynced.is_empty() {
+            conditions::set(xr, Condition::reconcile_success());
+        } else {
+            conditions::set(xr, Condition::reconcile_error(format!("Unsynced resources: {}", name_list(&unsynced))));
+        }
+        for name in &unready {
+            self.recorder.normal(xr, "ComposeResources", format!("Composed resource {name:?} is not yet ready"));
+        }
+        let composite_ready = outcome.desired.composite.as_ref().map(|c| c.ready).unwrap_or_default();
+        let ready = match composite_ready {
+            Ready::True => Condition::available(),
+            Ready::False => Condition::creating(),
+            Ready::Unspecified if unready.is_empty() => Condition::available(),
+            Ready::Unspecified => Condition::creating().with_message(format!("Unready resources: {}", name_list(&unready))),
+        };
+        conditions::set(xr, ready);
+        Ok(match outcome.ttl {
+            Some(ttl) => Action::RequeueAfter(ttl),
+            None => Action::Done,
+        })
+    }
+
+    /// Marks every non-system condition the pipeline did not report as undetermined (a fatal
+    /// error cut the pipeline short).
+    fn mark_undetermined(&self, xr: &mut Value, outcome: &pipeline::Outcome) {
+        let reported: BTreeSet<&str> = outcome.conditions.iter().map(|c| c.type_.as_str()).collect();
+        let existing: Vec<String> = xr
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("type").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        for type_ in existing {
+            if !SYSTEM_CONDITIONS.contains(&type_.as_str()) && !reported.contains(type_.as_str()) {
+                conditions::set(
+                    xr,
+                    Condition::new(&type_, "Unknown", "FatalError").with_message("A fatal error occurred before the status of this condition could be determined."),
+                );
+            }
+        }
+    }
+
+    /// The observed state: the composite, and each composed resource its references name that
+    /// it controls.
+    async fn observe(&self, xr: &Value) -> Result<(State, BTreeMap<String, Value>), String> {
+        let mut resources = BTreeMap::new();
+        let mut objects = BTreeMap::new();
+        let uid = object::uid(xr).unwrap_or_default();
+        for reference in self.xr_type.field(xr, "resourceRefs").and_then(Value::as_array).into_iter().flatten() {
+            let (Some(api_version), Some(kind), Some(name)) = (
+                reference.get("apiVersion").and_then(Value::as_str),
+                reference.get("kind").and_then(Value::as_str),
+                reference.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()),
+            ) else {
+                continue;
+            };
+            let gvk = Gvk::from_api_version(api_version, kind);
+            let namespace = if self.xr_type.kind.namespaced {
+                object::namespace(xr).map(str::to_string)
+            } else {
+                reference.get("namespace").and_then(Value::as_str).map(str::to_string)
+            };
+            let kind = match self.runtime.watches.kinds().resolve(&gvk).await {
+                Ok(kind) => kind,
+                Err(error @ KindError::NotServed { .. }) => return Err(format!("cannot observe composed resource {name:?}: {error}")),
+                Err(error) => return Err(error.to_string()),
+            };
+            let key = ObjectKey::new(namespace.as_deref().filter(|_| kind.namespaced), name);
+            let cached = self.dependencies.informer(&gvk).filter(|i| i.state() == oxplane_runtime::watches::InformerState::Synced).and_then(|i| i.get(&key));
+            let composed = match cached {
+                Some(object) => (*object).clone(),
+                None => match self.runtime.kube.get(&kind, key.namespace.as_deref(), name).await {
+                    Ok(Some(object)) => object,
+                    Ok(None) => continue,
+                    Err(error) => return Err(format!("cannot get composed resource {name:?}: {error}")),
+                },
+            };
+            if object::controller_uid(&composed) != Some(uid) {
+                continue;
+            }
+            let Some(resource_name) = object::annotation(&composed, ANNOTATION_RESOURCE_NAME).map(str::to_string) else {
+                return Err(format!("encountered composed resource without required {ANNOTATION_RESOURCE_NAME:?} annotation"));
+            };
+            let details = match oxplane_runtime::managed::connection::secret_ref(&composed) {
+                Some(Ok((namespace, secret))) => {
+                    oxplane_runtime::managed::connection::read_secret(&self.runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
+                }
+                _ => Default::default(),
+            };
+            resources.insert(resource_name.clone(), Resource { resource: composed.clone(), connection_details: details, ready: Ready::Unspecified });
+            objects.insert(resource_name, composed);
+        }
+        let state = State { composite: Some(Resource { resource: xr.clone(), ..Default::default() }), resources };
+        Ok((state, objects))
+    }
+
+    /// Applies one composed resource, unless the same object was applied already and the
+    /// resource has not changed since.
+    async fn apply(&self, xr: &Value, one: &compose::Rendered, manager: &str, observed: Option<&Value>) -> Result<(), oxplane_runtime::client::ApiError> {
+        let hash: String = Sha256::digest(one.object.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
+        let key = (object::uid(xr).unwrap_or_default().to_string(), one.resource_name.clone());
+        let current_version = observed.and_then(object::resource_version).map(str::to_string);
+        {
+            let applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
+            if let (Some((last_hash, last_version)), Some(current)) = (applied.get(&key), &current_version)
+                && *last_hash == hash
+                && last_version == current
+            {
+                return Ok(());
+            }
+        }
+        let saved = self.runtime.kube.apply(&one.kind, &one.object, manager, true).await?;
+        if let Some(version) = object::resource_version(&saved) {
+            self.applied.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (hash, version.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Writes the composite's status if it differs from `before`; the saved object, if written.
+    async fn write_status(&self, xr: &Value, before: &Value) -> Result<Option<Value>, ReconcileError> {
+        let status = conditions::status_of(xr);
+        if &status == before {
+            return Ok(None);
+        }
+        let mut object = json!({
+            "apiVersion": xr.get("apiVersion"),
+            "kind": xr.get("kind"),
+            "metadata": {"name": object::name(xr)},
+            "status": status,
+        });
+        if let Some(namespace) = object::namespace(xr) {
+            object["metadata"]["namespace"] = json!(namespace);
+        }
+        match self.runtime.kube.apply_status(&self.xr_type.kind, &object, MANAGER_COMPOSITE, true).await {
+            Ok(saved) => Ok(Some(saved)),
+            Err(error) if error.is_not_found() => Ok(None),
+            Err(error) => Err(error.into()),
+        }
+    }
+}
+
+
+
+/// The steps of a revision: its pipeline, or for the legacy `mode: Resources` (also when the
+/// mode is unset and there are resources but no pipeline) one patch-and-transform step built
+/// from its templates.
+pub fn steps_of(revision: &Value) -> Result<Vec<Step>, String> {
+    let spec = revision.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mode = spec.get("mode").and_then(Value::as_str);
+    let legacy = mode == Some("Resources") || (mode.is_none() && spec.get("pipeline").is_none() && spec.get("resources").is_some());
+    if legacy {
+        let input = oxplane_functions::builtin::patch_and_transform::input_from_legacy_composition(&spec).map_err(|e| e.to_string())?;
+        return Ok(vec![Step {
+            name: "patch-and-transform".to_string(),
+            function: StepFunction::Direct(Arc::new(oxplane_functions::PatchAndTransform)),
+            input: Some(input),
+            credentials: Vec::new(),
+            required: BTreeMap::new(),
+        }]);
+    }
+    spec.get("pipeline").and_then(Value::as_array).into_iter().flatten().map(Step::parse).collect()
+}
+
+#[async_trait::async_trait]
+impl Reconciler for XrReconciler {
+    async fn reconcile(&self, key: &ObjectKey) -> ReconcileResult {
+        let Some(mut xr) = self.runtime.kube.get(&self.xr_type.kind, key.namespace.as_deref(), &key.name).await? else {
+            self.dependencies.forget(key);
+            return Ok(Action::Done);
+        };
+        let before = conditions::status_of(&xr);
+        let result = self.run(&mut xr).await;
+        if !object::is_deleting(&xr) || object::has_finalizer(&xr, FINALIZER) {
+            self.write_status(&xr, &before).await?;
+        }
+        result
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_listed_as_crossplane_lists_them() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(name_list(&names(&["b"])), "b");
+        assert_eq!(name_list(&names(&["b", "a"])), "a and b");
+        assert_eq!(name_list(&names(&["c", "a", "b"])), "a, b, and c");
+        assert_eq!(name_list(&names(&["e", "d", "c", "a", "b"])), "a, b, c, and 2 more");
+    }
+
+    #[test]
+    fn legacy_compositions_run_patch_and_transform() {
+        let legacy = json!({"spec": {"resources": [{"name": "a", "base": {"apiVersion": "v1", "kind": "ConfigMap"}}]}});
+        let steps = steps_of(&legacy).unwrap();
+        assert_eq!(steps.len(), 1);
+        assert!(matches!(steps[0].function, StepFunction::Direct(_)));
+        let pipeline = json!({"spec": {"mode": "Pipeline", "pipeline": [
+            {"step": "pt", "functionRef": {"name": "function-patch-and-transform"}, "input": {"kind": "Resources"}},
+            {"step": "ready", "functionRef": {"name": "function-auto-ready"}}
+        ]}});
+        let steps = steps_of(&pipeline).unwrap();
+        assert_eq!(steps.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["pt", "ready"]);
+        assert!(steps_of(&json!({"spec": {"pipeline": [{"functionRef": {"name": "x"}}]}})).is_err());
+    }
+}

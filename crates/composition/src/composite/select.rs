@@ -1,0 +1,123 @@
+//! Choosing a composite's Composition (enforced, then default, then by label selector, at
+//! random among the compatible ones) and its CompositionRevision (the one named, under the
+//! `Manual` policy; otherwise the newest the Composition controls, filtered by the revision
+//! selector).
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::object;
+use rand::seq::IndexedRandom;
+use serde_json::{Value, json};
+
+use super::shape::XrType;
+use crate::compositions::{LABEL_COMPOSITION_NAME, composition_kind, revision_kind};
+
+/// A change the selection made, with the event it is announced by.
+pub struct Selected {
+    /// The machinery fields to patch.
+    pub patch: Value,
+    /// `(reason, message)` of the Normal event.
+    pub event: (&'static str, String),
+}
+
+fn matches_labels(object: &Value, selector: Option<&Value>) -> bool {
+    let Some(wanted) = selector.and_then(|s| s.get("matchLabels")).and_then(Value::as_object) else { return true };
+    let labels = object::labels(object);
+    wanted.iter().all(|(k, v)| labels.get(k) == Some(v))
+}
+
+/// The next composition selection step, if one applies: enforced, default, or by selector.
+pub async fn composition(runtime: &Runtime, xr_type: &XrType, xr: &Value) -> Result<Option<Selected>, String> {
+    let current = xr_type.name_of(xr, "compositionRef");
+    if let Some(enforced) = &xr_type.enforced_composition {
+        if current.as_deref() != Some(enforced.as_str()) {
+            return Ok(Some(Selected {
+                patch: json!({"compositionRef": {"name": enforced}}),
+                event: ("CompositionSelection", "Enforced composition has been selected".to_string()),
+            }));
+        }
+        return Ok(None);
+    }
+    if current.is_some() {
+        return Ok(None);
+    }
+    let selector = xr_type.field(xr, "compositionSelector");
+    if selector.is_none()
+        && let Some(default) = &xr_type.default_composition
+    {
+        return Ok(Some(Selected {
+            patch: json!({"compositionRef": {"name": default}}),
+            event: ("CompositionSelection", "Default composition has been selected".to_string()),
+        }));
+    }
+    let compositions = runtime.kube.list(&composition_kind(), None, None).await.map_err(|e| format!("cannot list Compositions: {e}"))?;
+    let api_version = xr.get("apiVersion").cloned().unwrap_or(Value::Null);
+    let kind = xr.get("kind").cloned().unwrap_or(Value::Null);
+    let candidates: Vec<&Value> = compositions
+        .iter()
+        .filter(|c| matches_labels(c, selector))
+        .filter(|c| c.pointer("/spec/compositeTypeRef/apiVersion") == Some(&api_version) && c.pointer("/spec/compositeTypeRef/kind") == Some(&kind))
+        .collect();
+    let Some(chosen) = candidates.choose(&mut rand::rng()).and_then(|c| object::name(c)) else {
+        return Err("no compatible Compositions found".to_string());
+    };
+    Ok(Some(Selected {
+        patch: json!({"compositionRef": {"name": chosen}}),
+        event: ("SelectComposition", format!("Successfully selected composition: {chosen}")),
+    }))
+}
+
+/// The default revision selector, when the composite has neither a revision reference nor a
+/// selector and the XRD has a default.
+pub fn revision_selector_default(xr_type: &XrType, xr: &Value) -> Option<Selected> {
+    let default = xr_type.default_revision_selector.as_ref()?;
+    if xr_type.field(xr, "compositionRevisionSelector").is_some() || xr_type.field(xr, "compositionRevisionRef").is_some() {
+        return None;
+    }
+    Some(Selected {
+        patch: json!({"compositionRevisionSelector": default}),
+        event: ("CompositionSelection", "Default revision selector has been selected".to_string()),
+    })
+}
+
+/// The revision to compose with, and the reference change it needs (if any).
+pub async fn revision(runtime: &Runtime, xr_type: &XrType, xr: &Value, composition: &str) -> Result<(Value, Option<Selected>), String> {
+    let kind: Kind = revision_kind();
+    let current = xr_type.name_of(xr, "compositionRevisionRef");
+    if xr_type.manual_updates(xr)
+        && let Some(name) = &current
+    {
+        let revision = runtime
+            .kube
+            .get(&kind, None, name)
+            .await
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("CompositionRevision {name:?} not found"))?;
+        return Ok((revision, None));
+    }
+    let owner = runtime
+        .kube
+        .get(&composition_kind(), None, composition)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("Composition {composition:?} not found"))?;
+    let owner_uid = object::uid(&owner).unwrap_or_default().to_string();
+    let revisions = runtime
+        .kube
+        .list(&kind, None, Some(&format!("{LABEL_COMPOSITION_NAME}={composition}")))
+        .await
+        .map_err(|e| e.to_string())?;
+    let selector = if xr_type.manual_updates(xr) { None } else { xr_type.field(xr, "compositionRevisionSelector") };
+    let newest = revisions
+        .into_iter()
+        .filter(|r| object::controller_uid(r) == Some(owner_uid.as_str()))
+        .filter(|r| matches_labels(r, selector))
+        .max_by_key(|r| r.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0))
+        .ok_or_else(|| "no compatible CompositionRevisions found".to_string())?;
+    let name = object::name(&newest).unwrap_or_default().to_string();
+    let change = (current.as_deref() != Some(name.as_str())).then(|| Selected {
+        patch: json!({"compositionRevisionRef": {"name": name}}),
+        event: ("SelectComposition", format!("Selected composition revision: {name}")),
+    });
+    Ok((newest, change))
+}
