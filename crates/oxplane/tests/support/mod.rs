@@ -204,6 +204,16 @@ impl Server {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
+    /// Runs kubectl with `stdin`: stdout on success, stderr on failure.
+    pub fn kubectl_try(&self, args: &[&str], stdin: &str) -> Result<String, String> {
+        let out = self.run(args, stdin);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(String::from_utf8_lossy(&out.stderr).into_owned())
+        }
+    }
+
     /// Runs kubectl, asserting failure; returns stderr.
     pub fn kubectl_fails(&self, args: &[&str], stdin: &str) -> String {
         let out = self.run(args, stdin);

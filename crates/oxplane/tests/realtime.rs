@@ -1,0 +1,477 @@
+//! Realtime composition and clean teardown, as the scenarios of Crossplane's watch bugs
+//! describe them (RC-01, RC-03, RC-04, RC-06, RC-07, RC-08, WS-01 to WS-04, WS-07), against
+//! the real binary with the real kubectl. Watches are re-asserted every 2 s and idle ones
+//! kept 1 s (T_gc = 2 s); "within T_react" is 10 s; nothing relies on polling.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::Server;
+
+const T_GC: Duration = Duration::from_secs(2);
+const T_REACT: Duration = Duration::from_secs(10);
+const T_DEL: Duration = Duration::from_secs(30);
+
+const FUNCTIONS: &str = "apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-patch-and-transform
+spec:
+  package: xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.8.2
+---
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-auto-ready
+spec:
+  package: xpkg.crossplane.io/crossplane-contrib/function-auto-ready:v0.5.0
+";
+
+/// A v1 XRD of kind `kind` (plural `plural`) in example.org.
+fn xrd(kind: &str, plural: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata:
+  name: {plural}.example.org
+spec:
+  group: example.org
+  names:
+    kind: {kind}
+    plural: {plural}
+  versions:
+  - name: v1alpha1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              label: {{type: string}}
+"
+    )
+}
+
+/// A Composition of `kind` making two NopResources that are Ready at once; `extra_label`
+/// adds a label to both.
+fn composition(name: &str, kind: &str, extra_label: Option<(&str, &str)>) -> String {
+    let labels = match extra_label {
+        Some((k, v)) => format!("\n          metadata:\n            labels:\n              {k}: {v}"),
+        None => String::new(),
+    };
+    format!(
+        "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: {name}
+spec:
+  compositeTypeRef:
+    apiVersion: example.org/v1alpha1
+    kind: {kind}
+  mode: Pipeline
+  pipeline:
+  - step: compose
+    functionRef:
+      name: function-patch-and-transform
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: one
+        base: &nop
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource{labels}
+          spec:
+            forProvider:
+              conditionAfter:
+              - {{time: 0s, conditionType: Ready, conditionStatus: \"True\"}}
+        patches: &patches
+        - fromFieldPath: spec.label
+          toFieldPath: spec.forProvider.fields.label
+      - name: two
+        base: *nop
+        patches: *patches
+  - step: ready
+    functionRef:
+      name: function-auto-ready
+"
+    )
+}
+
+/// A Composition of `kind` making one ConfigMap (no NopResource).
+fn configmap_composition(name: &str, kind: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: {name}
+spec:
+  compositeTypeRef:
+    apiVersion: example.org/v1alpha1
+    kind: {kind}
+  mode: Pipeline
+  pipeline:
+  - step: compose
+    functionRef:
+      name: function-patch-and-transform
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: settings
+        base:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata: {{namespace: default}}
+          data: {{a: b}}
+        readinessChecks:
+        - type: None
+"
+    )
+}
+
+fn xr(kind: &str, name: &str, label: &str) -> String {
+    format!("apiVersion: example.org/v1alpha1\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n  label: {label}\n")
+}
+
+/// The binary with provider-nop and the built-in functions installed.
+fn start() -> Server {
+    let server = Server::start_with(&["--provider", "provider-nop", "--watch-reassert-interval", "2", "--watch-grace-period", "1"]);
+    server.kubectl_stdin(&["apply", "-f", "-"], FUNCTIONS);
+    server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-auto-ready", "function/function-patch-and-transform", "--timeout=60s"]);
+    server
+}
+
+fn apply(server: &Server, yaml: &str) {
+    server.kubectl_stdin(&["apply", "-f", "-"], yaml);
+}
+
+fn get(server: &Server, args: &[&str]) -> Option<Value> {
+    let mut all = vec!["get"];
+    all.extend_from_slice(args);
+    all.extend(["-o", "json", "--ignore-not-found"]);
+    let out = server.kubectl(&all);
+    (!out.trim().is_empty()).then(|| serde_json::from_str(&out).unwrap())
+}
+
+fn condition(object: &Value, type_: &str) -> Option<Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
+}
+
+fn is_true(object: &Value, type_: &str) -> bool {
+    condition(object, type_).is_some_and(|c| c["status"] == "True")
+}
+
+fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn establish(server: &Server, kind: &str, plural: &str, composition_yaml: &str) {
+    apply(server, &xrd(kind, plural));
+    server.kubectl(&["wait", "--for=condition=Established", &format!("xrd/{plural}.example.org"), "--timeout=60s"]);
+    apply(server, composition_yaml);
+}
+
+fn ready(server: &Server, kind: &str, name: &str) -> bool {
+    get(server, &[kind, name]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced"))
+}
+
+/// NopResources controlled by the object with this uid.
+fn composed_by(server: &Server, uid: &str) -> Vec<Value> {
+    get(server, &["nopresources"]).map(|l| l["items"].as_array().unwrap().clone()).unwrap_or_default().into_iter().filter(|n| n["metadata"]["ownerReferences"][0]["uid"] == uid).collect()
+}
+
+/// Watches of the debug page: (controller, kind) pairs.
+fn watches(server: &Server) -> Vec<(String, String)> {
+    let page: Value = serde_json::from_str(&server.kubectl(&["get", "--raw", "/debug/oxplane/watches"])).unwrap();
+    let mut out = Vec::new();
+    for informer in page["informers"].as_array().unwrap() {
+        for controller in informer["subscriptions"].as_object().unwrap().keys() {
+            out.push((controller.clone(), informer["kind"].as_str().unwrap().to_string()));
+        }
+    }
+    out
+}
+
+fn assert_no_bad_logs(server: &Server) {
+    for line in server.warnings() {
+        for bad in ["cannot stop", "Informer to sync", "cannot get informer", "panic", "Timeout"] {
+            assert!(!line.contains(bad), "{line}");
+        }
+    }
+}
+
+#[test]
+fn rc01_an_xr_created_long_after_its_xrd_is_reconciled_promptly() {
+    let server = start();
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    std::thread::sleep(T_GC * 3 + Duration::from_secs(5));
+    let created = Instant::now();
+    apply(&server, &xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Synced with its composition", || {
+        get(&server, &["xparent", "p1"]).is_some_and(|p| {
+            is_true(&p, "Synced") && p["spec"]["compositionRef"]["name"] == "xparents" && p["spec"]["compositionRevisionRef"]["name"].is_string()
+        })
+    });
+    let p1 = get(&server, &["xparent", "p1"]).unwrap();
+    within(T_REACT, "two NopResources owned by p1", || composed_by(&server, p1["metadata"]["uid"].as_str().unwrap()).len() == 2);
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+    assert!(created.elapsed() < T_REACT * 2);
+    let described = server.kubectl(&["describe", "xparent", "p1"]);
+    assert!(described.contains("SelectComposition"), "{described}");
+    let live = watches(&server);
+    for kind in ["example.org/v1alpha1, Kind=XParent", "apiextensions.crossplane.io/v1, Kind=CompositionRevision", "nop.crossplane.io/v1alpha1, Kind=NopResource"] {
+        assert!(live.contains(&("composite/xparents.example.org".to_string(), kind.to_string())), "{kind} not in {live:?}");
+    }
+    assert_no_bad_logs(&server);
+}
+
+#[test]
+fn rc03_an_xr_deleted_and_recreated_with_the_same_name_gets_new_resources() {
+    let server = start();
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    apply(&server, &xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+    let old_uid = get(&server, &["xparent", "p1"]).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
+    std::thread::sleep(T_GC * 3);
+    server.kubectl(&["delete", "xparent", "p1", "--wait=false"]);
+    // Create again until accepted (AlreadyExists while the old one is still going).
+    within(T_DEL, "the create to be accepted", || server.kubectl_try(&["create", "-f", "-"], &xr("XParent", "p1", "a")).is_ok());
+    let new = get(&server, &["xparent", "p1"]).unwrap();
+    let new_uid = new["metadata"]["uid"].as_str().unwrap().to_string();
+    assert_ne!(new_uid, old_uid);
+    within(T_REACT, "the new p1 Ready", || ready(&server, "xparent", "p1"));
+    within(T_REACT, "the new p1's resources", || composed_by(&server, &new_uid).len() == 2);
+    within(T_DEL, "no resource of the old p1 left", || composed_by(&server, &old_uid).is_empty());
+    assert_no_bad_logs(&server);
+}
+
+#[test]
+fn rc04_a_composition_change_rolls_out_after_idling() {
+    let server = start();
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    apply(&server, &xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+    let first = get(&server, &["xparent", "p1"]).unwrap()["spec"]["compositionRevisionRef"]["name"].clone();
+    std::thread::sleep(T_GC * 3);
+    apply(&server, &composition("xparents", "XParent", Some(("rev", "two"))));
+    within(T_REACT, "a second revision", || {
+        get(&server, &["compositionrevisions", "-l", "crossplane.io/composition-name=xparents"]).is_some_and(|l| l["items"].as_array().unwrap().len() == 2)
+    });
+    within(T_REACT, "p1 on the new revision", || {
+        get(&server, &["xparent", "p1"]).is_some_and(|p| p["spec"]["compositionRevisionRef"]["name"] != first)
+    });
+    within(T_REACT, "the composed resources relabelled", || server.kubectl(&["get", "nopresources", "-l", "rev=two", "-o", "name"]).lines().count() == 2);
+}
+
+#[test]
+fn rc06_two_xr_kinds_share_a_composed_kind_and_release_it_separately() {
+    let server = start();
+    establish(&server, "XA", "xas", &composition("xas", "XA", None));
+    establish(&server, "XC", "xcs", &composition("xcs", "XC", None));
+    apply(&server, &xr("XA", "a1", "a"));
+    apply(&server, &xr("XC", "c1", "c"));
+    within(T_REACT, "a1 and c1 Ready", || ready(&server, "xa", "a1") && ready(&server, "xc", "c1"));
+    let nop_kind = "nop.crossplane.io/v1alpha1, Kind=NopResource".to_string();
+    assert!(watches(&server).contains(&("composite/xas.example.org".into(), nop_kind.clone())));
+
+    // XA stops composing NopResources.
+    apply(&server, &configmap_composition("xas", "XA"));
+    within(T_REACT + T_GC * 3, "XA's NopResource watch released", || {
+        let live = watches(&server);
+        !live.contains(&("composite/xas.example.org".into(), nop_kind.clone())) && live.contains(&("composite/xcs.example.org".into(), nop_kind.clone()))
+    });
+    // c1's resources are still watched: drift is reverted at once.
+    let c1 = get(&server, &["xc", "c1"]).unwrap();
+    let nop = composed_by(&server, c1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
+    server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
+    within(T_REACT, "drift reverted", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c");
+
+    // XA's XRD goes: XC is unaffected.
+    server.kubectl(&["delete", "xrd", "xas.example.org", "--timeout=60s"]);
+    assert!(!watches(&server).iter().any(|(c, _)| c == "composite/xas.example.org"));
+    server.kubectl(&["patch", "xc", "c1", "--type=merge", "-p", r#"{"spec":{"label":"c2"}}"#]);
+    within(T_REACT, "c1 still reconciled", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c2");
+    // And when XC's goes too, no composite controller watches anything.
+    server.kubectl(&["delete", "xrd", "xcs.example.org", "--timeout=60s"]);
+    within(T_GC * 2 + Duration::from_secs(2), "every composite watch gone", || !watches(&server).iter().any(|(c, _)| c.starts_with("composite/")));
+    assert_no_bad_logs(&server);
+}
+
+#[test]
+fn rc07_an_xrd_deleted_and_recreated_at_once_serves_again() {
+    let server = start();
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    apply(&server, &xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+    server.kubectl(&["delete", "xparents", "--all", "--timeout=60s"]);
+    server.kubectl(&["delete", "xrd", "xparents.example.org", "--timeout=60s"]);
+    apply(&server, &xrd("XParent", "xparents"));
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/xparents.example.org", "--timeout=60s"]);
+    let established = Instant::now();
+    within(T_DEL, "the kind served again", || server.kubectl_try(&["create", "-f", "-"], &xr("XParent", "p2", "b")).is_ok());
+    within(T_REACT, "p2 Synced", || get(&server, &["xparent", "p2"]).is_some_and(|p| is_true(&p, "Synced")));
+    assert!(established.elapsed() < T_REACT + T_DEL);
+    std::thread::sleep(T_GC * 3);
+    server.kubectl(&["patch", "xparent", "p2", "--type=merge", "-p", r#"{"spec":{"label":"later"}}"#]);
+    let p2 = get(&server, &["xparent", "p2"]).unwrap();
+    within(T_REACT, "p2's edit composed", || {
+        composed_by(&server, p2["metadata"]["uid"].as_str().unwrap()).iter().all(|n| n["spec"]["forProvider"]["fields"]["label"] == "later")
+    });
+}
+
+#[test]
+fn rc08_after_a_kill_every_xr_is_reconciled_again() {
+    let mut server = start();
+    for (kind, plural) in [("XOne", "xones"), ("XTwo", "xtwos"), ("XThree", "xthrees")] {
+        establish(&server, kind, plural, &composition(plural, kind, None));
+        let many: String = (0..5).map(|i| xr(kind, &format!("{plural}-{i}"), "x")).collect::<Vec<_>>().join("---\n");
+        apply(&server, &many);
+    }
+    within(Duration::from_secs(60), "all 15 Ready", || {
+        ["xones", "xtwos", "xthrees"].iter().all(|p| {
+            get(&server, &[p]).is_some_and(|l| l["items"].as_array().unwrap().iter().filter(|x| is_true(x, "Ready")).count() == 5)
+        })
+    });
+    server.kill_and_restart();
+    let restarted = Instant::now();
+    // Drift on any composed resource is reverted: every XR's watches are back.
+    let x = get(&server, &["xtwo", "xtwos-3"]).unwrap();
+    let nop = composed_by(&server, x["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
+    server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
+    within(T_REACT, "drift reverted after the restart", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "x");
+    let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+    for plural in ["xones", "xtwos", "xthrees"] {
+        let total: f64 = metrics
+            .lines()
+            .filter(|l| l.starts_with(&format!("oxplane_reconciles_total{{controller=\"composite/{plural}.example.org\"")))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert!(total >= 5.0, "{plural}: {total} reconciles since the restart");
+    }
+    apply(&server, &xr("XOne", "late", "late"));
+    within(T_REACT, "an XR created after the restart", || get(&server, &["xone", "late"]).is_some_and(|x| is_true(&x, "Synced")));
+    assert!(restarted.elapsed() < Duration::from_secs(60));
+}
+
+/// WS-01 (provider first) and WS-02 (XRD first): teardown is clean either way.
+#[test]
+fn ws01_ws02_provider_and_xrd_teardown_in_either_order_is_clean() {
+    for provider_first in [true, false] {
+        let server = start();
+        establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+        apply(&server, &xr("XParent", "p1", "a"));
+        within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+        server.kubectl(&["delete", "xparent", "p1", "--timeout=60s"]);
+        let teardown = |what: &str| match what {
+            "provider" => {
+                server.kubectl(&["delete", "provider", "provider-nop", "--timeout=60s"]);
+                within(T_DEL, "the NopResource CRD gone", || get(&server, &["crd", "nopresources.nop.crossplane.io"]).is_none());
+            }
+            _ => {
+                server.kubectl(&["delete", "xrd", "xparents.example.org", "--timeout=30s"]);
+                within(T_DEL, "the XR CRD gone", || get(&server, &["crd", "xparents.example.org"]).is_none());
+            }
+        };
+        if provider_first {
+            teardown("provider");
+            teardown("xrd");
+        } else {
+            teardown("xrd");
+            teardown("provider");
+        }
+        std::thread::sleep(Duration::from_secs(5));
+        // Nothing watches the gone kinds; no controller of the XRD runs; nothing went wrong.
+        let live = watches(&server);
+        assert!(!live.iter().any(|(_, k)| k.contains("nop.crossplane.io") || k.contains("example.org")), "{live:?}");
+        let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+        assert!(!metrics.contains("oxplane_controllers_running{controller=\"composite/xparents.example.org\"}"));
+        let events = server.kubectl(&["get", "events", "-A", "--field-selector", "type=Warning", "-o", "json"]);
+        assert!(!events.contains("cannot stop"), "{events}");
+        assert_no_bad_logs(&server);
+    }
+}
+
+/// WS-03: provider and XRD deleted in the same second, in both orders, several times.
+#[test]
+fn ws03_concurrent_teardown_is_clean() {
+    for round in 0..3 {
+        let server = start();
+        establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+        apply(&server, &xr("XParent", "p1", "a"));
+        within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+        server.kubectl(&["delete", "xparent", "p1", "--timeout=60s"]);
+        let (first, second) = if round % 2 == 0 { (["provider", "provider-nop"], ["xrd", "xparents.example.org"]) } else { (["xrd", "xparents.example.org"], ["provider", "provider-nop"]) };
+        server.kubectl(&["delete", first[0], first[1], "--wait=false"]);
+        server.kubectl(&["delete", second[0], second[1], "--wait=false"]);
+        within(T_DEL, "both gone with their CRDs", || {
+            get(&server, &["crd", "nopresources.nop.crossplane.io"]).is_none() && get(&server, &["crd", "xparents.example.org"]).is_none()
+        });
+        assert_no_bad_logs(&server);
+    }
+}
+
+#[test]
+fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
+    let server = start();
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    establish(&server, "XOther", "xothers", &configmap_composition("xothers", "XOther"));
+    apply(&server, &xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+
+    server.kubectl(&["delete", "crd", "nopresources.nop.crossplane.io", "--timeout=60s"]);
+    within(T_REACT, "p1 to name the missing kind", || {
+        get(&server, &["xparent", "p1"]).is_some_and(|p| {
+            condition(&p, "Synced").is_some_and(|c| {
+                c["status"] == "False"
+                    && c["reason"] == "ReconcileError"
+                    && c["message"].as_str().unwrap().contains("nop.crossplane.io/v1alpha1, Kind=NopResource is not served (CRD not found)")
+            })
+        })
+    });
+    let described = server.kubectl(&["describe", "xparent", "p1"]);
+    assert!(described.contains("Warning") && described.contains("is not served (CRD not found)"), "{described}");
+    // Other composites keep working.
+    apply(&server, &xr("XOther", "o1", "x"));
+    within(T_REACT, "another XRD's XR still reconciles", || get(&server, &["xother", "o1"]).is_some_and(|o| is_true(&o, "Synced")));
+
+    // Reinstall: the provider re-asserts its CRDs when told to.
+    server.kubectl(&["annotate", "provider", "provider-nop", "oxplane.io/reinstall=1"]);
+    within(T_REACT * 2, "p1 recomposed and Ready", || ready(&server, "xparent", "p1"));
+    let p1 = get(&server, &["xparent", "p1"]).unwrap();
+    let nop = composed_by(&server, p1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
+    server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
+    within(T_REACT, "drift detection works again", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "a");
+    assert_no_bad_logs(&server);
+}
+
+/// WS-07: stopping is total and bounded — an XRD's controller and all of its watches go as
+/// soon as its deletion finishes, with nothing to fail on the way (removing a subscription is
+/// a map removal: there is no failure to inject).
+#[test]
+fn ws07_stopping_an_xrd_controller_is_total_and_bounded() {
+    let server = start();
+    establish(&server, "XA", "xas", &composition("xas", "XA", None));
+    apply(&server, &xr("XA", "a1", "a"));
+    within(T_REACT, "a1 Ready", || ready(&server, "xa", "a1"));
+    let started = Instant::now();
+    server.kubectl(&["delete", "xrd", "xas.example.org", "--timeout=30s"]);
+    assert!(started.elapsed() < T_DEL, "the XRD deletion took {:?}", started.elapsed());
+    within(Duration::from_secs(5), "the controller and its watches gone", || {
+        let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+        !metrics.contains("oxplane_controllers_running{controller=\"composite/xas.example.org\"}") && !watches(&server).iter().any(|(c, _)| c == "composite/xas.example.org")
+    });
+    let events = server.kubectl(&["get", "events", "-A", "--field-selector", "type=Warning", "-o", "name"]);
+    assert!(events.trim().is_empty(), "{events}");
+}
