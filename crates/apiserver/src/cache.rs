@@ -22,7 +22,7 @@ use crate::objects;
 /// The store prefix every API object lives under.
 pub const ROOT: &str = "/registry/";
 /// How many recent events the cache keeps, by default, for watches that resume from a revision.
-pub const DEFAULT_WINDOW: usize = 50_000;
+pub const DEFAULT_WINDOW: usize = 10_000;
 /// How many live events a watcher may fall behind before it is ended with 410.
 const LIVE_QUEUE: usize = 10_000;
 

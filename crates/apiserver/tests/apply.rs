@@ -132,3 +132,25 @@ async fn list_maps_merge_by_key_between_managers() {
     assert_eq!(ctrl["subresource"], "status");
     assert_eq!(ctrl["fieldsV1"], json!({"f:status": {"f:phase": {}}}));
 }
+
+#[tokio::test]
+async fn writes_that_change_nothing_are_not_persisted() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let first = cms.patch("applied", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    let version = first.metadata.resource_version.clone();
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    // The same apply again, a merge patch setting what is set, a PUT of the object as read.
+    let again = cms.patch("applied", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    assert_eq!(again.metadata.resource_version, version, "a no-op apply keeps the resourceVersion");
+    assert_eq!(entries(&again), entries(&first), "and the managedFields timestamps");
+    let merged = cms.patch("applied", &PatchParams::default(), &Patch::Merge(json!({"data": {"a": "1"}}))).await.unwrap();
+    assert_eq!(merged.metadata.resource_version, version, "a no-op merge patch keeps the resourceVersion");
+    let replaced = cms.replace("applied", &PostParams::default(), &first).await.unwrap();
+    assert_eq!(replaced.metadata.resource_version, version, "a no-op PUT keeps the resourceVersion");
+    // A real change is written.
+    let changed = cms.patch("applied", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "2"})))).await.unwrap();
+    assert_ne!(changed.metadata.resource_version, version);
+    server.stop().await;
+}

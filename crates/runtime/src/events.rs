@@ -40,6 +40,10 @@ impl EventType {
 const FOLD_WINDOW: Duration = Duration::from_secs(600);
 /// Folding memory kept at most (older entries are dropped; at worst an event is not folded).
 const MAX_REMEMBERED: usize = 8192;
+/// A folded event's count is written at most this often: a reconcile that repeats the same
+/// event every few milliseconds must not turn into a write every few milliseconds (events
+/// are informational; the count may lag, as client-go's recorder lets it).
+const MIN_REWRITE: Duration = Duration::from_secs(30);
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct FoldKey {
@@ -54,6 +58,7 @@ struct Folded {
     name: String,
     count: u64,
     at: Instant,
+    written: Instant,
 }
 
 /// Records events as one component.
@@ -136,6 +141,10 @@ impl EventRecorder {
                 Some(entry) if entry.at.elapsed() < FOLD_WINDOW => {
                     entry.count += 1;
                     entry.at = Instant::now();
+                    if entry.written.elapsed() < MIN_REWRITE {
+                        return Ok(());
+                    }
+                    entry.written = Instant::now();
                     Some((entry.namespace.clone(), entry.name.clone(), entry.count))
                 }
                 _ => None,
@@ -173,7 +182,7 @@ impl EventRecorder {
                 folded.clear();
             }
         }
-        folded.insert(key, Folded { namespace, name, count: 1, at: Instant::now() });
+        folded.insert(key, Folded { namespace, name, count: 1, at: Instant::now(), written: Instant::now() });
         Ok(())
     }
 }

@@ -89,6 +89,14 @@ pub(super) async fn commit(
             WriteResult::Rejected { .. } => Ok(Commit::Raced),
         };
     }
+    if unchanged(old, &object) {
+        // As kube-apiserver: a write that changes nothing (managedFields timestamps aside) is
+        // not persisted; the object keeps its resourceVersion and no watcher hears of it.
+        let mut object = old.clone();
+        objects::set_resource_version(&mut object, kv.mod_revision);
+        crate::convert::present(resource, &mut object);
+        return Ok(Commit::Written(Written { object, warnings, created: false }));
+    }
     let write = Write::Update { key, value: objects::to_store(&object), expected: kv.mod_revision };
     match state.store.write(write).await.map_err(store_error)? {
         WriteResult::Committed(event) => {
@@ -101,6 +109,24 @@ pub(super) async fn commit(
         }
         WriteResult::Rejected { .. } => Ok(Commit::Raced),
     }
+}
+
+/// Whether `new` is `old` but for its resourceVersion and the timestamps of its
+/// managedFields entries.
+fn unchanged(old: &Value, new: &Value) -> bool {
+    fn comparable(object: &Value) -> Value {
+        let mut object = object.clone();
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            if let Some(entries) = meta.get_mut("managedFields").and_then(Value::as_array_mut) {
+                for entry in entries.iter_mut().filter_map(Value::as_object_mut) {
+                    entry.remove("time");
+                }
+            }
+        }
+        object
+    }
+    comparable(old) == comparable(new)
 }
 
 /// What follows an object's removal from the store: a CRD's kinds stop being served.

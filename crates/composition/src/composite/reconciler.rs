@@ -56,6 +56,46 @@ pub struct XrReconciler {
     applied: Mutex<HashMap<(String, String), (String, String)>>,
 }
 
+/// Changes to the composite's machinery and labels made while selecting, written in one patch.
+#[derive(Default)]
+struct Staged {
+    machinery: serde_json::Map<String, Value>,
+    labels: serde_json::Map<String, Value>,
+    events: Vec<(&'static str, String)>,
+}
+
+impl Staged {
+    /// Applies a selection to the composite in memory and remembers it for the patch.
+    fn add(&mut self, xr_type: &XrType, xr: &mut Value, selected: select::Selected) {
+        if let Some(fields) = selected.patch.as_object() {
+            for (key, value) in fields {
+                self.machinery.insert(key.clone(), value.clone());
+                if let Some(machinery) = machinery_mut(xr_type, xr) {
+                    machinery.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        if !selected.event.0.is_empty() {
+            self.events.push(selected.event);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.machinery.is_empty() && self.labels.is_empty()
+    }
+}
+
+/// The machinery object of a composite, created if missing.
+fn machinery_mut<'a>(xr_type: &XrType, xr: &'a mut Value) -> Option<&'a mut serde_json::Map<String, Value>> {
+    let root = xr.as_object_mut()?;
+    let spec = root.entry("spec").or_insert_with(|| json!({}));
+    if !xr_type.legacy {
+        let crossplane = spec.as_object_mut()?.entry("crossplane").or_insert_with(|| json!({}));
+        return crossplane.as_object_mut();
+    }
+    spec.as_object_mut()
+}
+
 /// A reconcile that failed in a way the composite's conditions report.
 struct Failure {
     reason: &'static str,
@@ -76,13 +116,6 @@ impl XrReconciler {
         let recorder = EventRecorder::new(runtime.kube.clone(), "defined/compositeresourcedefinition.apiextensions.crossplane.io")
             .with_annotations(json!({"controller": xr_type.controller_name()}));
         XrReconciler { runtime, xr_type, functions, recorder, dependencies, applied: Mutex::new(HashMap::new()) }
-    }
-
-    async fn patch_machinery(&self, xr: &mut Value, fields: Value) -> Result<(), ReconcileError> {
-        let (namespace, name) = (object::namespace(xr).map(str::to_string), object::name(xr).unwrap_or_default().to_string());
-        let saved = self.runtime.kube.merge_patch(&self.xr_type.kind, namespace.as_deref(), &name, &self.xr_type.patch(fields)).await?;
-        object::adopt_saved(xr, saved);
-        Ok(())
     }
 
     async fn run(&self, xr: &mut Value) -> ReconcileResult {
@@ -143,18 +176,16 @@ impl XrReconciler {
     async fn compose(&self, xr: &mut Value) -> Result<Action, Failure> {
         let runtime = &self.runtime;
         let xr_type = &self.xr_type;
-        // Composition selection: enforced, default, then by selector.
+        // Selection (composition, revision selector, revision), the composite label and the
+        // legacy secret reference are staged in memory and written in one patch.
+        let mut staged = Staged::default();
         match select::composition(runtime, xr_type, xr).await {
-            Ok(Some(selected)) => {
-                self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("SelectComposition", format!("cannot select Composition: {e}")))?;
-                self.recorder.normal(xr, selected.event.0, selected.event.1);
-            }
+            Ok(Some(selected)) => staged.add(xr_type, xr, selected),
             Ok(None) => {}
             Err(error) => return Err(Failure::new("SelectComposition", format!("cannot select Composition: {error}"))),
         }
         if let Some(selected) = select::revision_selector_default(xr_type, xr) {
-            self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("SelectComposition", format!("cannot select Composition: {e}")))?;
-            self.recorder.normal(xr, selected.event.0, selected.event.1);
+            staged.add(xr_type, xr, selected);
         }
         let Some(composition) = xr_type.name_of(xr, "compositionRef") else {
             return Err(Failure::new("SelectComposition", "cannot select Composition: no Composition selected"));
@@ -163,8 +194,7 @@ impl XrReconciler {
             .await
             .map_err(|e| Failure::new("ComposeResources", format!("cannot fetch Composition: {e}")))?;
         if let Some(selected) = change {
-            self.patch_machinery(xr, selected.patch).await.map_err(|e| Failure::new("ComposeResources", format!("cannot fetch Composition: {e}")))?;
-            self.recorder.normal(xr, selected.event.0, selected.event.1);
+            staged.add(xr_type, xr, selected);
         }
         let revision_name = object::name(&revision).unwrap_or_default().to_string();
         if let Some(valid) = conditions::get(&revision, "ValidPipeline").filter(|c| c.status != "True") {
@@ -176,13 +206,8 @@ impl XrReconciler {
         }
         if object::label(xr, LABEL_COMPOSITE).is_none() {
             let name = object::name(xr).unwrap_or_default().to_string();
-            let (namespace, xr_name) = (object::namespace(xr).map(str::to_string), name.clone());
-            let saved = runtime
-                .kube
-                .merge_patch(&xr_type.kind, namespace.as_deref(), &xr_name, &json!({"metadata": {"labels": {LABEL_COMPOSITE: name}}}))
-                .await
-                .map_err(|e| Failure::new("ComposeResources", format!("cannot label composite resource: {e}")))?;
-            object::adopt_saved(xr, saved);
+            object::set_label(xr, LABEL_COMPOSITE, &name);
+            staged.labels.insert(LABEL_COMPOSITE.to_string(), json!(name));
         }
         if xr_type.legacy {
             let api_version = revision.pointer("/spec/compositeTypeRef/apiVersion");
@@ -194,9 +219,24 @@ impl XrReconciler {
                 && let Some(namespace) = revision.pointer("/spec/writeConnectionSecretsToNamespace").and_then(Value::as_str)
             {
                 let uid = object::uid(xr).unwrap_or_default().to_string();
-                self.patch_machinery(xr, json!({"writeConnectionSecretToRef": {"name": uid, "namespace": namespace}}))
-                    .await
-                    .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+                let fields = json!({"writeConnectionSecretToRef": {"name": uid, "namespace": namespace}});
+                staged.add(xr_type, xr, select::Selected { patch: fields, event: ("", String::new()) });
+            }
+        }
+        if !staged.is_empty() {
+            let mut patch = xr_type.patch(Value::Object(staged.machinery.clone()));
+            if !staged.labels.is_empty() {
+                patch["metadata"] = json!({"labels": staged.labels});
+            }
+            let (namespace, name) = (object::namespace(xr).map(str::to_string), object::name(xr).unwrap_or_default().to_string());
+            let saved = runtime
+                .kube
+                .merge_patch(&xr_type.kind, namespace.as_deref(), &name, &patch)
+                .await
+                .map_err(|e| Failure::new("SelectComposition", format!("cannot select Composition: {e}")))?;
+            object::adopt_saved(xr, saved);
+            for (reason, message) in staged.events {
+                self.recorder.normal(xr, reason, message);
             }
         }
 

@@ -2,6 +2,7 @@
 //! the same run, so a ratio can be read without trusting the machine's absolute speed.
 
 mod api;
+mod compose;
 mod mr;
 mod process;
 mod store;
@@ -20,6 +21,8 @@ pub enum Which {
     Api(api::Args),
     /// Managed resources: 5,000 NopResources to Ready, beside the API alone.
     Mr(mr::Args),
+    /// Composition: 1,000 XRs of 3 NopResources each to Ready, and composed-change latency.
+    Compose(compose::Args),
 }
 
 /// Runs one benchmark.
@@ -28,6 +31,7 @@ pub fn run(which: Which) -> anyhow::Result<()> {
         Which::Store(args) => store::run(args),
         Which::Api(args) => api::run(args),
         Which::Mr(args) => mr::run(args),
+        Which::Compose(args) => compose::run(args),
     }
 }
 

@@ -41,6 +41,11 @@ impl ServerProcess {
         Ok(server)
     }
 
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// A kube-rs client from the server's kubeconfig.
     pub async fn client(&self) -> anyhow::Result<kube::Client> {
         let kubeconfig = kube::config::Kubeconfig::read_from(self.dir.join("kubeconfig"))?;
