@@ -93,6 +93,8 @@ impl Core {
             crate::compositions::start_controller(runtime),
             xrds,
         ];
+        let mut controllers = controllers;
+        controllers.extend(crate::usage::start(runtime));
         for wanted in &options.install {
             let (name, reference) = if wanted.contains('/') || wanted.contains(':') {
                 (package_name(wanted).to_string(), wanted.clone())

@@ -2,9 +2,11 @@
 //! composite resource definitions, compositions and their revisions, composite resources
 //! and their function pipelines, claims and usages.
 
+pub mod claim;
 pub mod composite;
 pub mod compositions;
 pub mod core;
 pub mod crds;
 pub mod packages;
+pub mod usage;
 pub mod xrd;

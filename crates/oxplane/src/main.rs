@@ -6,6 +6,7 @@
 mod bench;
 mod cli;
 mod up;
+mod usage_protection;
 
 use clap::Parser;
 

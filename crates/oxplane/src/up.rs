@@ -38,6 +38,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().extensions.add_metrics(move || metrics.render());
             let watches = controllers.watches.clone();
             server.state().extensions.add_debug_page("watches", move || watches.debug());
+            server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
         }
         let core = Core::start(
             &controllers,

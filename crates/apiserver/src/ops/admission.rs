@@ -47,6 +47,9 @@ pub struct AdmissionRequest<'a> {
     pub old: Option<&'a Value>,
     /// Whether the write is a dry run (hooks must not change anything else then).
     pub dry_run: bool,
+    /// For a delete: the propagation policy asked for (`Background`, `Foreground`, `Orphan`),
+    /// if any.
+    pub propagation: Option<&'static str>,
 }
 
 /// What a hook returns.

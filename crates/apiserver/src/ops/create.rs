@@ -101,6 +101,7 @@ pub(super) async fn create_with(
         subresource: None,
         old: None,
         dry_run: options.dry_run,
+        propagation: None,
     };
     state.admission.mutate(state, &request, &mut object).await?;
     let warnings = admit(resource, &mut object, &name, options.field_validation, raw, None)?;

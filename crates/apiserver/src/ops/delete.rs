@@ -29,6 +29,15 @@ pub enum Propagation {
 }
 
 impl Propagation {
+    /// The policy's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+            Propagation::Orphan => "Orphan",
+        }
+    }
+
     /// Parses `propagationPolicy`.
     pub fn parse(value: &str) -> Result<Propagation, ApiError> {
         match value {
@@ -161,6 +170,7 @@ pub async fn delete(state: &AppState, target: &ObjectTarget<'_>, options: &Delet
             subresource: None,
             old: Some(&old),
             dry_run: options.dry_run,
+            propagation: options.propagation.map(Propagation::as_str),
         };
         state.admission.validate(state, &request, &old).await?;
         let mut object = old.clone();

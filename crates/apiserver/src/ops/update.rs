@@ -62,6 +62,7 @@ pub(super) async fn commit(
         subresource,
         old: Some(old),
         dry_run: options.dry_run,
+        propagation: None,
     };
     state.admission.mutate(state, &request, &mut object).await?;
     let warnings = admit(resource, &mut object, name, options.field_validation, raw, Some(old))?;

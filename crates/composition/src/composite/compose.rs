@@ -182,9 +182,9 @@ pub enum CollectError {
 }
 
 /// Deletes a composed resource the composite no longer desires: resources without a
-/// controller are left alone; the composite's labels are removed first (so nothing mistakes it
-/// for part of the composite while it goes), then it is deleted in the foreground, only if it
-/// is still the same object (uid precondition).
+/// controller are left alone; the composite's labels are removed and the cause
+/// (`oxplane.io/deletion-cause: decomposed`) is recorded first, then it is deleted in the
+/// foreground, only if it is still the same object (uid precondition).
 pub async fn collect(runtime: &Runtime, xr: &Value, kind: &Kind, composed: &Value) -> Result<(), CollectError> {
     let name = object::name(composed).unwrap_or_default().to_string();
     let Some(controller) = object::controller_ref(composed) else { return Ok(()) };
@@ -201,6 +201,11 @@ pub async fn collect(runtime: &Runtime, xr: &Value, kind: &Kind, composed: &Valu
     let mut changed = false;
     for label in [LABEL_COMPOSITE, LABEL_CLAIM_NAME, LABEL_CLAIM_NAMESPACE] {
         changed |= object::remove_label(&mut stripped, label);
+    }
+    // Why it goes is written down before it goes (a Usage lets go at once when decomposed).
+    if object::annotation(&stripped, crate::usage::ANNOTATION_DELETION_CAUSE) != Some(crate::usage::CAUSE_DECOMPOSED) {
+        object::set_annotation(&mut stripped, crate::usage::ANNOTATION_DELETION_CAUSE, crate::usage::CAUSE_DECOMPOSED);
+        changed = true;
     }
     if changed && !object::is_deleting(composed) {
         match runtime.kube.replace(kind, &stripped).await {

@@ -56,6 +56,22 @@ pub struct XrReconciler {
     applied: Mutex<HashMap<(String, String), (String, String)>>,
 }
 
+/// Why a composed resource of a deleting composite is still there, as its own status and
+/// metadata say.
+pub fn why_not_gone(composed: &Value) -> String {
+    if !object::is_deleting(composed) {
+        if object::annotation(composed, "usage.crossplane.io/deletion-attempt-with-policy").is_some() {
+            return "its deletion is blocked by a Usage".to_string();
+        }
+        return "not deleted yet".to_string();
+    }
+    if let Some(ready) = conditions::get(composed, "Ready").filter(|c| c.reason == "Deleting" && !c.message.is_empty()) {
+        return ready.message;
+    }
+    let finalizers = object::finalizers(composed);
+    if finalizers.is_empty() { "being deleted".to_string() } else { format!("finalizers: {}", finalizers.join(", ")) }
+}
+
 /// Changes to the composite's machinery and labels made while selecting, written in one patch.
 #[derive(Default)]
 struct Staged {
@@ -129,30 +145,7 @@ impl XrReconciler {
             self.recorder.normal(xr, "ReconcileRequestHandled", "Handling reconcile request");
         }
         if object::is_deleting(xr) {
-            conditions::set(xr, Condition::deleting());
-            conditions::set(xr, Condition::reconcile_success());
-            if let Some(key) = ObjectKey::of(xr) {
-                self.dependencies.forget(&key);
-            }
-            if object::has_finalizer(xr, FINALIZER) {
-                // Composed resources go through the garbage collector (they carry a controller
-                // reference that blocks owner deletion), as the user's propagation policy says.
-                if let Some(saved) = self.write_status(xr, &json!(null)).await?
-                    && let Some(version) = saved.pointer("/metadata/resourceVersion")
-                {
-                    xr["metadata"]["resourceVersion"] = version.clone();
-                }
-                object::remove_finalizer(xr, FINALIZER);
-                match self.runtime.kube.replace(&self.xr_type.kind, xr).await {
-                    Ok(saved) => object::adopt_saved(xr, saved),
-                    Err(error) if error.is_not_found() => return Ok(Action::Done),
-                    Err(error) => {
-                        self.recorder.warning(xr, "DeleteCompositeResource", format!("cannot remove composite resource finalizer: {error}"));
-                        return Err(error.into());
-                    }
-                }
-            }
-            return Ok(Action::Done);
+            return self.deleting(xr).await;
         }
         if object::add_finalizer(xr, FINALIZER) {
             match self.runtime.kube.replace(&self.xr_type.kind, xr).await {
@@ -171,6 +164,71 @@ impl XrReconciler {
                 Ok(Action::Requeue)
             }
         }
+    }
+
+    /// A composite being deleted: `Ready=False/Deleting`, naming what its deletion waits for,
+    /// kept up to date while composed resources go (their watches stay until it is gone).
+    async fn deleting(&self, xr: &mut Value) -> ReconcileResult {
+        let refs = self.xr_type.field(xr, "resourceRefs").and_then(Value::as_array).cloned().unwrap_or_default();
+        let kinds: BTreeSet<Gvk> = refs
+            .iter()
+            .filter_map(|r| Some(Gvk::from_api_version(r.get("apiVersion")?.as_str()?, r.get("kind")?.as_str()?)))
+            .collect();
+        if let Some(key) = ObjectKey::of(xr) {
+            self.dependencies.set(&key, kinds);
+        }
+        let blockers = self.blockers(xr, &refs).await;
+        let message = match blockers.len() {
+            0 => String::new(),
+            1 => format!("waiting for 1 composed resource to be deleted: {}", blockers[0]),
+            n => format!("waiting for {n} composed resources to be deleted: {}", blockers.join(", ")),
+        };
+        conditions::set(xr, Condition::deleting().with_message(message));
+        conditions::set(xr, Condition::reconcile_success());
+        if object::has_finalizer(xr, FINALIZER) {
+            // Composed resources go through the garbage collector (they carry a controller
+            // reference that blocks owner deletion), as the user's propagation policy says.
+            if let Some(saved) = self.write_status(xr, &json!(null)).await?
+                && let Some(version) = saved.pointer("/metadata/resourceVersion")
+            {
+                xr["metadata"]["resourceVersion"] = version.clone();
+            }
+            object::remove_finalizer(xr, FINALIZER);
+            match self.runtime.kube.replace(&self.xr_type.kind, xr).await {
+                Ok(saved) => object::adopt_saved(xr, saved),
+                Err(error) if error.is_not_found() => return Ok(Action::Done),
+                Err(error) => {
+                    self.recorder.warning(xr, "DeleteCompositeResource", format!("cannot remove composite resource finalizer: {error}"));
+                    return Err(error.into());
+                }
+            }
+        }
+        // Changes of the composed resources wake us; the timer refreshes what they say.
+        Ok(if blockers.is_empty() { Action::Done } else { Action::RequeueAfter(std::time::Duration::from_secs(5)) })
+    }
+
+    /// What the deletion of a composite waits for: each composed resource still there, and why.
+    async fn blockers(&self, xr: &Value, refs: &[Value]) -> Vec<String> {
+        let uid = object::uid(xr).unwrap_or_default();
+        let mut blockers = Vec::new();
+        for reference in refs {
+            let (Some(api_version), Some(kind), Some(name)) = (
+                reference.get("apiVersion").and_then(Value::as_str),
+                reference.get("kind").and_then(Value::as_str),
+                reference.get("name").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            let Ok(served) = self.runtime.watches.kinds().resolve(&Gvk::from_api_version(api_version, kind)).await else { continue };
+            let namespace = if self.xr_type.kind.namespaced { object::namespace(xr) } else { reference.get("namespace").and_then(Value::as_str) };
+            let Ok(Some(composed)) = self.runtime.kube.get(&served, namespace.filter(|_| served.namespaced), name).await else { continue };
+            if object::controller_uid(&composed) != Some(uid) {
+                continue;
+            }
+            blockers.push(format!("{kind}/{name} ({})", why_not_gone(&composed)));
+        }
+        blockers.sort();
+        blockers
     }
 
     async fn compose(&self, xr: &mut Value) -> Result<Action, Failure> {
@@ -367,6 +425,25 @@ impl XrReconciler {
             }
         }
 
+        // A legacy composite publishes its connection details (filtered by the XRD's keys).
+        if xr_type.legacy
+            && let Some(target) = oxplane_runtime::managed::connection::secret_ref(xr)
+        {
+            let (namespace, secret) = target.map_err(|e| Failure::new("PublishConnectionSecret", e.to_string()))?;
+            let mut details = outcome.desired.composite.as_ref().map(|c| c.connection_details.clone()).unwrap_or_default();
+            if !xr_type.connection_secret_keys.is_empty() {
+                details.retain(|k, _| xr_type.connection_secret_keys.contains(k));
+            }
+            match oxplane_runtime::managed::connection::apply_secret(&runtime.kube, xr, &namespace, &secret, &details, true).await {
+                Ok(true) => {
+                    object::set_status_field(xr, "connectionDetails", json!({"lastPublishedTime": object::now_rfc3339()}));
+                    self.recorder.normal(xr, "PublishConnectionSecret", "Successfully published connection details");
+                }
+                Ok(false) => {}
+                Err(error) => return Err(Failure::new("PublishConnectionSecret", format!("cannot publish connection details: {error}"))),
+            }
+        }
+
         // The status functions desire for the composite (only its status is honoured).
         if let Some(status) = outcome.desired.composite.as_ref().and_then(|c| c.resource.get("status")).and_then(Value::as_object) {
             for (key, value) in status {
@@ -472,7 +549,14 @@ impl XrReconciler {
             resources.insert(resource_name.clone(), Resource { resource: composed.clone(), connection_details: details, ready: Ready::Unspecified });
             objects.insert(resource_name, composed);
         }
-        let state = State { composite: Some(Resource { resource: xr.clone(), ..Default::default() }), resources };
+        // A legacy composite's own connection details are what its Secret holds.
+        let composite_details = match self.xr_type.legacy.then(|| oxplane_runtime::managed::connection::secret_ref(xr)).flatten() {
+            Some(Ok((namespace, secret))) => {
+                oxplane_runtime::managed::connection::read_secret(&self.runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
+            }
+            _ => Default::default(),
+        };
+        let state = State { composite: Some(Resource { resource: xr.clone(), connection_details: composite_details, ..Default::default() }), resources };
         Ok((state, objects))
     }
 
@@ -552,9 +636,7 @@ impl Reconciler for XrReconciler {
         };
         let before = conditions::status_of(&xr);
         let result = self.run(&mut xr).await;
-        if !object::is_deleting(&xr) || object::has_finalizer(&xr, FINALIZER) {
-            self.write_status(&xr, &before).await?;
-        }
+        self.write_status(&xr, &before).await?;
         result
     }
 }

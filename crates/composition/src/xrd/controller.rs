@@ -39,6 +39,7 @@ struct Running {
     generation: i64,
     crd_uid: String,
     composite: XrController,
+    claim: Option<Arc<Controller>>,
 }
 
 /// Settings of the XRD controller.
@@ -74,6 +75,9 @@ impl XrdReconciler {
     fn stop(&self, xrd: &str) {
         if let Some(running) = self.lock().remove(xrd) {
             running.composite.stop();
+            if let Some(claim) = running.claim {
+                claim.stop();
+            }
         }
     }
 
@@ -157,8 +161,9 @@ impl XrdReconciler {
             let Some(xr_type) = XrType::of(xrd) else {
                 return Err(ReconcileError::new("the XRD has no referenceable version"));
             };
+            let claim = xr_type.claim.clone().map(|claim_kind| crate::claim::start(&self.runtime, xr_type.clone(), claim_kind));
             let composite = composite::start(&self.runtime, xr_type, self.functions.clone(), self.settings.reassert);
-            self.lock().insert(name.clone(), Running { generation, crd_uid, composite });
+            self.lock().insert(name.clone(), Running { generation, crd_uid, composite, claim });
         }
 
         let version = render::referenceable_version(xrd).unwrap_or_default();

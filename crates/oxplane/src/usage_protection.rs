@@ -1,0 +1,74 @@
+//! The deletion protection of Usages, as an admission hook of the embedded API server (what
+//! Crossplane runs as the `nousages.protection.crossplane.io` webhook): deleting an object
+//! labelled `crossplane.io/in-use` that a Usage names is refused with 409, and the attempt
+//! and its propagation policy are recorded on the object so the Usage can replay it.
+
+use oxplane_apiserver::ops::admission::{AdmissionHook, AdmissionRequest, HookFuture, Operation};
+use oxplane_apiserver::ops::{ObjectTarget, WriteOptions};
+use oxplane_apiserver::state::AppState;
+use oxplane_apiserver::status::{ApiError, Reason};
+use oxplane_composition::usage;
+use serde_json::Value;
+
+/// The hook.
+pub struct UsageProtection;
+
+/// The store prefixes of the three Usage kinds.
+fn prefixes() -> Vec<(String, &'static str)> {
+    usage::kinds().into_iter().map(|(kind, type_name)| (format!("/registry/{}/{}/", kind.gvk.group, kind.plural), type_name)).collect()
+}
+
+impl AdmissionHook for UsageProtection {
+    fn name(&self) -> &str {
+        "nousages.protection.crossplane.io"
+    }
+
+    fn validate<'a>(&'a self, state: &'a AppState, request: &'a AdmissionRequest<'a>, object: &'a Value) -> HookFuture<'a> {
+        Box::pin(async move {
+            if request.operation != Operation::Delete || object.pointer("/metadata/labels/crossplane.io~1in-use").and_then(Value::as_str) != Some("true") {
+                return Ok(());
+            }
+            let mut found = Vec::new();
+            for (prefix, type_name) in prefixes() {
+                for usage in state.cache.list(&prefix).0 {
+                    found.push((usage, type_name));
+                }
+            }
+            let usages: Vec<(&Value, &str)> = found.iter().map(|(u, t)| (u.as_ref(), *t)).collect();
+            let mut used = object.clone();
+            // Stored objects carry their storage version; compare as the client sees them.
+            if used.get("apiVersion").is_none() {
+                used["apiVersion"] = Value::String(if request.resource.group.is_empty() {
+                    request.resource.version.clone()
+                } else {
+                    format!("{}/{}", request.resource.group, request.resource.version)
+                });
+                used["kind"] = Value::String(request.resource.kind.clone());
+            }
+            let Some(message) = usage::deletion_refusal(&used, &usages) else { return Ok(()) };
+            if !request.dry_run {
+                let policy = request.propagation.unwrap_or("Background");
+                let target = ObjectTarget { resource: request.resource, namespace: request.namespace, name: request.name, subresource: None };
+                let recorded = oxplane_apiserver::ops::modify(state, &target, &WriteOptions::internal("usage-protection"), |stored| {
+                    let current = stored.pointer("/metadata/annotations").and_then(|a| a.get(usage::ANNOTATION_DELETION_ATTEMPT)).and_then(Value::as_str);
+                    if current == Some(policy) {
+                        return false;
+                    }
+                    if let Some(metadata) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+                        let annotations = metadata.entry("annotations").or_insert_with(|| Value::Object(Default::default()));
+                        if let Some(annotations) = annotations.as_object_mut() {
+                            annotations.insert(usage::ANNOTATION_DELETION_ATTEMPT.to_string(), Value::String(policy.to_string()));
+                            return true;
+                        }
+                    }
+                    false
+                })
+                .await;
+                if let Err(error) = recorded {
+                    tracing::info!(%error, object = request.name, "cannot record the refused deletion attempt");
+                }
+            }
+            Err(ApiError::new(Reason::Conflict, format!("admission webhook \"nousages.protection.crossplane.io\" denied the request: {message}")))
+        })
+    }
+}
