@@ -86,6 +86,8 @@ pub struct ManagedReconciler {
     kube: Kube,
     settings: ManagedSettings,
     recorder: EventRecorder,
+    /// The watch registry, to read the kind's other resources from memory.
+    watches: Option<crate::watches::Watches>,
 }
 
 type Step = Result<Action, ReconcileError>;
@@ -94,7 +96,37 @@ impl ManagedReconciler {
     /// A reconciler recording events as the kind's controller.
     pub fn new(kube: Kube, settings: ManagedSettings) -> Self {
         let recorder = EventRecorder::new(kube.clone(), &settings.controller_name());
-        ManagedReconciler { kube, settings, recorder }
+        ManagedReconciler { kube, settings, recorder, watches: None }
+    }
+
+    /// The same reconciler, reading the kind's other resources from `watches` (for external
+    /// name leases).
+    pub fn with_watches(mut self, watches: crate::watches::Watches) -> Self {
+        self.watches = Some(watches);
+        self
+    }
+
+    /// Another resource of this kind that still holds `managed`'s external name while it is
+    /// being deleted: an external name is a lease, released only when that resource is gone.
+    /// Names equal to the resource's own name cannot be shared (object names are unique), so
+    /// only names set explicitly are checked.
+    fn external_name_holder(&self, managed: &Managed) -> Option<String> {
+        let name = managed.external_name()?;
+        if name == managed.name() || object::annotation(&managed.object, CREATE_SUCCEEDED).is_some() {
+            return None;
+        }
+        let informer = self.watches.as_ref()?.informer(&self.settings.kind.gvk)?;
+        let config = managed.object.pointer("/spec/providerConfigRef");
+        informer.list().into_iter().find_map(|other| {
+            (object::uid(&other) != Some(managed.uid())
+                && object::is_deleting(&other)
+                && object::annotation(&other, EXTERNAL_NAME) == Some(name)
+                && other.pointer("/spec/providerConfigRef") == config)
+                .then(|| {
+                    let key = ObjectKey::of(&other).map(|k| k.to_string()).unwrap_or_default();
+                    format!("{}/{key}", self.settings.kind.gvk.kind)
+                })
+        })
     }
 
     /// Writes the object (a conflict-checked update) and takes its new metadata.
@@ -233,6 +265,12 @@ impl ManagedReconciler {
             return done;
         }
         let deleting = object::is_deleting(&managed.object);
+        if !deleting && let Some(holder) = self.external_name_holder(managed) {
+            let message = format!("waiting for external name {:?} to be released by {holder} (deleting)", managed.external_name().unwrap_or_default());
+            managed.set_condition(Condition::creating().with_message(message));
+            managed.set_condition(Condition::reconcile_success());
+            return Ok(Action::RequeueAfter(Duration::from_secs(1)));
+        }
         let spec_before = managed.object.get("spec").cloned();
         let metadata_before = managed.object.get("metadata").cloned();
         let observation = match self.with_timeout("observe", client.observe(managed)).await {
