@@ -6,8 +6,10 @@
 //!
 //! Why a Usage is being deleted is recorded on it, never guessed: a composite that stops
 //! composing a Usage writes `oxplane.io/deletion-cause: decomposed` on it before deleting it,
-//! and such a Usage lets go at once. A composed Usage deleted for any other reason (its
-//! composite is going) keeps protecting until the user is gone, so deletion keeps its order.
+//! and such a Usage lets go at once. A composed Usage (one the composer made, which carries
+//! `crossplane.io/composition-resource-name`) deleted for any other reason (its composite is
+//! going) keeps protecting until the user is gone, so deletion keeps its order; a standalone
+//! Usage lets go at once.
 //! Every path out ends with the finalizer removed.
 
 use std::sync::Arc;
@@ -21,6 +23,8 @@ use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::kinds::{Gvk, Kind};
 use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
+
+use crate::composite::compose::ANNOTATION_RESOURCE_NAME;
 
 /// The finalizer of Usages (all three kinds).
 pub const FINALIZER: &str = "usage.apiextensions.crossplane.io";
@@ -50,11 +54,38 @@ pub fn kinds() -> [(Kind, &'static str); 3] {
 pub fn uses(usage: &Value, used: &Value) -> bool {
     let of = &usage["spec"]["of"];
     let Some(name) = of.pointer("/resourceRef/name").and_then(Value::as_str) else { return false };
-    let group = |object: &Value| object.get("apiVersion").and_then(Value::as_str).map(|v| Gvk::from_api_version(v, "").group);
-    if group(of) != group(used) || of.get("kind") != used.get("kind") || Some(name) != object::name(used) {
+    let namespace = of.pointer("/resourceRef/namespace").and_then(Value::as_str).or_else(|| object::namespace(usage));
+    Some(name) == object::name(used) && same_kind_and_namespace(of, namespace, used)
+}
+
+/// Whether a Usage counts as protecting `used`: it names it, or its `of` is a selector not yet
+/// resolved that would pick it (so a successor Usage keeps the resource protected while its
+/// predecessor lets go).
+pub fn protects(usage: &Value, used: &Value) -> bool {
+    if uses(usage, used) {
+        return true;
+    }
+    let of = &usage["spec"]["of"];
+    if of.pointer("/resourceRef/name").is_some() {
         return false;
     }
-    let namespace = of.pointer("/resourceRef/namespace").and_then(Value::as_str).or_else(|| object::namespace(usage));
+    let Some(selector) = of.get("resourceSelector").filter(|s| s.is_object()) else { return false };
+    let namespace = selector.get("namespace").and_then(Value::as_str).or_else(|| object::namespace(usage));
+    let labels_match = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .is_none_or(|labels| labels.iter().all(|(k, v)| v.as_str().is_some_and(|v| object::label(used, k) == Some(v))));
+    let controller_matches = selector.get("matchControllerRef").and_then(Value::as_bool) != Some(true)
+        || (object::controller_uid(used).is_some() && object::controller_uid(used) == object::controller_uid(usage));
+    labels_match && controller_matches && same_kind_and_namespace(of, namespace, used)
+}
+
+/// Whether `used` is of the group and kind `of` names, in `namespace` when it is namespaced.
+fn same_kind_and_namespace(of: &Value, namespace: Option<&str>, used: &Value) -> bool {
+    let group = |object: &Value| object.get("apiVersion").and_then(Value::as_str).map(|v| Gvk::from_api_version(v, "").group);
+    if group(of) != group(used) || of.get("kind") != used.get("kind") {
+        return false;
+    }
     match object::namespace(used) {
         Some(used_namespace) => namespace == Some(used_namespace),
         None => true,
@@ -245,7 +276,9 @@ impl UsageReconciler {
     async fn release(&self, usage: &mut Value, of_kind: &Kind, used: Option<Value>, using: Option<(Kind, Value)>) -> Outcome {
         let kube = &self.runtime.kube;
         let decomposed = object::annotation(usage, ANNOTATION_DELETION_CAUSE) == Some(CAUSE_DECOMPOSED);
-        let composed = object::controller_ref(usage).is_some();
+        // Composed is what the composer wrote on it when it made it (the composition resource
+        // name, never removed), not an owner reference the garbage collector may have trimmed.
+        let composed = object::annotation(usage, ANNOTATION_RESOURCE_NAME).is_some();
         if let Some((kind, using)) = &using
             && composed
             && !decomposed
@@ -265,7 +298,7 @@ impl UsageReconciler {
             let mut others = 0;
             for (kind, _) in kinds() {
                 let Ok(items) = kube.list(&kind, None, None).await else { continue };
-                others += items.iter().filter(|u| object::uid(u) != object::uid(usage) && uses(u, used)).count();
+                others += items.iter().filter(|u| object::uid(u) != object::uid(usage) && protects(u, used)).count();
             }
             if others == 0 && object::label(used, LABEL_IN_USE).is_some() {
                 match kube.merge_patch(of_kind, key.namespace.as_deref(), &key.name, &json!({"metadata": {"labels": {LABEL_IN_USE: null}}})).await {
@@ -386,6 +419,36 @@ mod tests {
         assert!(deletion_refusal(&nop("db", Some("team"), false), &[(&a, "*v1beta1.Usage")]).is_none());
         assert!(deletion_refusal(&nop("db", Some("other"), true), &[(&a, "*v1beta1.Usage")]).is_none());
         assert!(deletion_refusal(&nop("other", Some("team"), true), &[(&a, "*v1beta1.Usage")]).is_none());
+    }
+
+    #[test]
+    fn an_unresolved_selector_protects_what_it_would_pick() {
+        let mut used = nop("db", Some("team"), true);
+        used["metadata"]["labels"]["role"] = json!("used");
+        used["metadata"]["ownerReferences"] = json!([{"uid": "xr-1", "controller": true}]);
+        let selector = |labels: Value, controller: bool| {
+            json!({"apiVersion": "nop.crossplane.io/v1alpha1", "kind": "NopResource", "resourceSelector": {"matchLabels": labels, "matchControllerRef": controller}})
+        };
+        let mut pending = usage(Some("team"), selector(json!({"role": "used"}), true), None, None);
+        pending["metadata"]["ownerReferences"] = json!([{"uid": "xr-1", "controller": true}]);
+        assert!(protects(&pending, &used));
+        assert!(!uses(&pending, &used), "not named yet");
+        // Another controller, other labels, another namespace or kind: not picked.
+        let mut foreign = pending.clone();
+        foreign["metadata"]["ownerReferences"][0]["uid"] = json!("xr-2");
+        assert!(!protects(&foreign, &used));
+        assert!(protects(&usage(Some("team"), selector(json!({"role": "used"}), false), None, None), &used));
+        assert!(!protects(&usage(Some("team"), selector(json!({"role": "using"}), false), None, None), &used));
+        assert!(!protects(&usage(Some("other"), selector(json!({}), false), None, None), &used));
+        let mut other_kind = usage(Some("team"), selector(json!({}), false), None, None);
+        other_kind["spec"]["of"]["kind"] = json!("ClusterNopResource");
+        assert!(!protects(&other_kind, &used));
+        // Once resolved, only the named object counts.
+        let mut resolved = pending.clone();
+        resolved["spec"]["of"]["resourceRef"] = json!({"name": "other"});
+        assert!(!protects(&resolved, &used));
+        resolved["spec"]["of"]["resourceRef"] = json!({"name": "db"});
+        assert!(protects(&resolved, &used));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use oxplane_providers::fakecloud::cloud::FakeCloud;
 use serde_json::Value;
-use support::Server;
+use support::{Server, condition, is_true, within};
 
 const T_REACT: Duration = Duration::from_secs(10);
 const T_DEL: Duration = Duration::from_secs(30);
@@ -104,25 +104,8 @@ fn claim(name: &str, user: &str, policy: Option<&str>) -> String {
     )
 }
 
-fn get(server: &Server, args: &[&str]) -> Option<Value> {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend(["-o", "json", "--ignore-not-found"]);
-    let out = server.kubectl(&all);
-    (!out.trim().is_empty()).then(|| serde_json::from_str(&out).unwrap())
-}
 
-fn condition(object: &Value, type_: &str) -> Option<Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
-}
 
-fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !check() {
-        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
 
 fn deleting_with(object: &Value, message: impl Fn(&str) -> bool) -> bool {
     condition(object, "Ready").is_some_and(|c| c["status"] == "False" && c["reason"] == "Deleting" && message(c["message"].as_str().unwrap_or_default()))
@@ -131,7 +114,7 @@ fn deleting_with(object: &Value, message: impl Fn(&str) -> bool) -> bool {
 /// Every object of the tree with a deletionTimestamp must not say Ready=True.
 fn assert_no_ready_while_deleting(server: &Server) {
     for kind in ["databases.example.org", "xdatabases.example.org", "nopresources"] {
-        let Some(list) = get(server, &[kind, "-A"]) else { continue };
+        let Some(list) = server.get(&[kind, "-A"]) else { continue };
         for item in list["items"].as_array().unwrap() {
             if item["metadata"]["deletionTimestamp"].is_string() {
                 assert!(
@@ -146,7 +129,7 @@ fn assert_no_ready_while_deleting(server: &Server) {
 
 fn release_holds(server: &Server) {
     for nop in server.kubectl(&["get", "nopresources", "-o", "name"]).lines() {
-        let object = get(server, &[nop]).unwrap();
+        let object = server.get(&[nop]).unwrap();
         let kept: Vec<&Value> = object["metadata"]["finalizers"].as_array().unwrap().iter().filter(|f| *f != "test.oxplane.io/hold").collect();
         let patch = serde_json::json!({"metadata": {"finalizers": kept}}).to_string();
         server.kubectl(&["patch", nop, "--type=merge", "-p", &patch]);
@@ -172,24 +155,24 @@ fn a_claim_composes_gets_its_secret_and_fd01_shows_deleting_at_once() {
     assert_eq!(claims[0], ["NAME", "SYNCED", "READY", "CONNECTION-SECRET", "AGE"]);
     assert_eq!(claims[1][..4], ["c1", "True", "True", "c1-conn"]);
     // The connection secret appears in the claim's namespace with the composition's keys.
-    within(T_REACT, "the claim's secret", || get(&server, &["secret", "c1-conn", "-n", "team-a"]).is_some());
-    let secret = get(&server, &["secret", "c1-conn", "-n", "team-a"]).unwrap();
+    within(T_REACT, "the claim's secret", || server.get(&["secret", "c1-conn", "-n", "team-a"]).is_some());
+    let secret = server.get(&["secret", "c1-conn", "-n", "team-a"]).unwrap();
     let mut keys: Vec<&str> = secret["data"].as_object().unwrap().keys().map(String::as_str).collect();
     keys.sort();
     assert_eq!(keys, ["endpoint", "password"], "user is not set, so not published");
     assert_eq!(secret["type"], "connection.crossplane.io/v1alpha1");
-    let nops = get(&server, &["nopresources", "-l", "crossplane.io/claim-name=c1"]).unwrap();
+    let nops = server.get(&["nopresources", "-l", "crossplane.io/claim-name=c1"]).unwrap();
     assert_eq!(nops["items"].as_array().unwrap().len(), 2);
     assert!(nops["items"].as_array().unwrap().iter().all(|n| n["metadata"]["labels"]["crossplane.io/claim-namespace"] == "team-a"));
 
     // FD-01: delete; within 5 s everything says Deleting.
-    let xr_name = get(&server, &["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
+    let xr_name = server.get(&["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
     let asked = Instant::now();
     server.kubectl(&["delete", "database", "c1", "-n", "team-a", "--wait=false"]);
     within(Duration::from_secs(5), "the claim, composite and resources deleting", || {
-        let claim = get(&server, &["database", "c1", "-n", "team-a"]);
-        let xr = get(&server, &["xdatabase", &xr_name]);
-        let nops = get(&server, &["nopresources", "-l", "crossplane.io/claim-name=c1"]);
+        let claim = server.get(&["database", "c1", "-n", "team-a"]);
+        let xr = server.get(&["xdatabase", &xr_name]);
+        let nops = server.get(&["nopresources", "-l", "crossplane.io/claim-name=c1"]);
         claim.is_some_and(|c| deleting_with(&c, |_| true) && condition(&c, "Synced").is_some_and(|s| s["status"] == "True"))
             && xr.is_some_and(|x| deleting_with(&x, |_| true))
             && nops.is_some_and(|n| n["items"].as_array().unwrap().iter().all(|i| i["metadata"]["deletionTimestamp"].is_string()))
@@ -199,7 +182,7 @@ fn a_claim_composes_gets_its_secret_and_fd01_shows_deleting_at_once() {
     assert!(events.contains("DeleteCompositeResource"), "{events}");
     // The blockers are named, and nothing in the tree is Ready while it is deleting.
     within(T_REACT, "the claim naming its blockers", || {
-        get(&server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| {
+        server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| {
             deleting_with(&c, |m| m.contains("waiting for 2 composed resources to be deleted") && m.contains("(waiting for finalizers to be removed: test.oxplane.io/hold)"))
         })
     });
@@ -210,9 +193,9 @@ fn a_claim_composes_gets_its_secret_and_fd01_shows_deleting_at_once() {
     release_holds(&server);
     within(T_DEL, "the claim to go", || {
         assert_no_ready_while_deleting(&server);
-        get(&server, &["database", "c1", "-n", "team-a"]).is_none()
+        server.get(&["database", "c1", "-n", "team-a"]).is_none()
     });
-    assert!(get(&server, &["xdatabase", &xr_name]).is_none());
+    assert!(server.get(&["xdatabase", &xr_name]).is_none());
     assert!(server.kubectl(&["get", "nopresources", "-o", "name"]).trim().is_empty());
 }
 
@@ -224,11 +207,11 @@ fn fd03_a_background_deletion_lets_the_claim_go_while_resources_finish() {
     server.kubectl(&["delete", "database", "c1", "-n", "team-a", "--wait=false"]);
     within(T_DEL, "the claim to go", || {
         assert_no_ready_while_deleting(&server);
-        get(&server, &["database", "c1", "-n", "team-a"]).is_none()
+        server.get(&["database", "c1", "-n", "team-a"]).is_none()
     });
     // The held resources are still going, on their own.
     within(T_REACT, "the resources deleting", || {
-        get(&server, &["nopresources"]).is_some_and(|l| {
+        server.get(&["nopresources"]).is_some_and(|l| {
             let items = l["items"].as_array().unwrap().clone();
             items.len() == 2 && items.iter().all(|i| i["metadata"]["deletionTimestamp"].is_string())
         })
@@ -295,20 +278,20 @@ fn fd02_a_blocked_deletion_names_its_blocker_until_released() {
     let plane = cloud_plane(false, Duration::ZERO);
     let server = &plane.server;
     server.kubectl_stdin(&["apply", "-f", "-"], &claim("c1", "carol", Some("Foreground")).replace("  user: carol\n", ""));
-    within(Duration::from_secs(60), "c1 Ready", || get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| condition(&c, "Ready").is_some_and(|r| r["status"] == "True")));
-    let xr_name = get(server, &["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
+    within(Duration::from_secs(60), "c1 Ready", || server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| is_true(&c, "Ready")));
+    let xr_name = server.get(&["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
     plane.cloud.fail_deletes(Some("permission denied"));
     server.kubectl(&["delete", "database", "c1", "-n", "team-a", "--wait=false"]);
     let named = |object: &Value| deleting_with(object, |m| m.contains("waiting for 1 composed resource to be deleted: FakeThing/") && m.ends_with("(cannot delete external resource: permission denied)"));
     within(T_REACT * 2, "the claim and the composite naming the blocker", || {
-        get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| named(&c)) && get(server, &["xdatabase", &xr_name]).is_some_and(|x| named(&x))
+        server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| named(&c)) && server.get(&["xdatabase", &xr_name]).is_some_and(|x| named(&x))
     });
     // kubectl's own wait gives up, while the claim says why.
     let out = server.kubectl_try(&["delete", "database", "c1", "-n", "team-a", "--timeout=5s"], "");
     assert!(out.is_err(), "the deletion cannot finish while the cloud refuses");
-    assert!(get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| named(&c)));
+    assert!(server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| named(&c)));
     plane.cloud.fail_deletes(None);
-    within(T_DEL, "everything to go", || get(server, &["database", "c1", "-n", "team-a"]).is_none());
+    within(T_DEL, "everything to go", || server.get(&["database", "c1", "-n", "team-a"]).is_none());
     within(T_DEL, "no FakeThing left", || server.kubectl(&["get", "fakethings.fakecloud.oxplane.io", "-o", "name"]).trim().is_empty());
     assert!(plane.cloud.live().is_empty());
     drop(plane.rt);
@@ -319,19 +302,19 @@ fn fd05_a_claim_recreated_while_its_old_tree_deletes_waits_for_the_name() {
     let plane = cloud_plane(true, Duration::from_secs(6));
     let server = &plane.server;
     server.kubectl_stdin(&["apply", "-f", "-"], &claim("c1", "alice", None));
-    within(Duration::from_secs(60), "c1 Ready", || get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| condition(&c, "Ready").is_some_and(|r| r["status"] == "True")));
-    let old_xr = get(server, &["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
-    let old_thing = get(server, &["fakethings.fakecloud.oxplane.io"]).unwrap()["items"][0].clone();
+    within(Duration::from_secs(60), "c1 Ready", || server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| is_true(&c, "Ready")));
+    let old_xr = server.get(&["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
+    let old_thing = server.get(&["fakethings.fakecloud.oxplane.io"]).unwrap()["items"][0].clone();
     assert_eq!(old_thing["metadata"]["annotations"]["crossplane.io/external-name"], "alice");
 
     server.kubectl(&["delete", "database", "c1", "-n", "team-a", "--wait=false"]);
     within(T_DEL, "the same claim accepted again", || server.kubectl_try(&["create", "-f", "-"], &claim("c1", "alice", None)).is_ok());
     within(T_REACT, "the new claim bound to a new composite", || {
-        get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| c["spec"]["resourceRef"]["name"].as_str().is_some_and(|n| n != old_xr))
+        server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| c["spec"]["resourceRef"]["name"].as_str().is_some_and(|n| n != old_xr))
     });
     // The new FakeThing waits for the old one to release "alice" instead of adopting it.
     within(T_REACT, "the new resource waiting for the name", || {
-        get(server, &["fakethings.fakecloud.oxplane.io"]).is_some_and(|l| {
+        server.get(&["fakethings.fakecloud.oxplane.io"]).is_some_and(|l| {
             l["items"].as_array().unwrap().iter().any(|t| {
                 t["metadata"]["uid"] != old_thing["metadata"]["uid"]
                     && condition(t, "Ready").is_some_and(|r| {
@@ -342,8 +325,8 @@ fn fd05_a_claim_recreated_while_its_old_tree_deletes_waits_for_the_name() {
             })
         })
     });
-    within(Duration::from_secs(60), "the new claim Ready", || get(server, &["database", "c1", "-n", "team-a"]).is_some_and(|c| condition(&c, "Ready").is_some_and(|r| r["status"] == "True")));
-    let things = get(server, &["fakethings.fakecloud.oxplane.io"]).unwrap();
+    within(Duration::from_secs(60), "the new claim Ready", || server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| is_true(&c, "Ready")));
+    let things = server.get(&["fakethings.fakecloud.oxplane.io"]).unwrap();
     let items = things["items"].as_array().unwrap();
     assert_eq!(items.len(), 1, "the old resource is gone");
     let new_uid = items[0]["metadata"]["uid"].as_str().unwrap();

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::Server;
+use support::{Server, condition};
 
 const PROVIDER: &str = "apiVersion: pkg.crossplane.io/v1
 kind: Provider
@@ -59,9 +59,6 @@ fn json(server: &Server, args: &[&str]) -> Value {
     serde_json::from_str(&server.kubectl(&all)).unwrap()
 }
 
-fn condition(object: &Value, type_: &str) -> Option<Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
-}
 
 #[test]
 fn a_provider_package_installs_serves_and_uninstalls_cleanly() {

@@ -10,7 +10,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::Server;
+use support::{Server, condition, is_true, within};
 
 const T_GC: Duration = Duration::from_secs(2);
 const T_REACT: Duration = Duration::from_secs(10);
@@ -149,47 +149,24 @@ fn start() -> Server {
     server
 }
 
-fn apply(server: &Server, yaml: &str) {
-    server.kubectl_stdin(&["apply", "-f", "-"], yaml);
-}
 
-fn get(server: &Server, args: &[&str]) -> Option<Value> {
-    let mut all = vec!["get"];
-    all.extend_from_slice(args);
-    all.extend(["-o", "json", "--ignore-not-found"]);
-    let out = server.kubectl(&all);
-    (!out.trim().is_empty()).then(|| serde_json::from_str(&out).unwrap())
-}
 
-fn condition(object: &Value, type_: &str) -> Option<Value> {
-    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
-}
 
-fn is_true(object: &Value, type_: &str) -> bool {
-    condition(object, type_).is_some_and(|c| c["status"] == "True")
-}
 
-fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !check() {
-        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
 
 fn establish(server: &Server, kind: &str, plural: &str, composition_yaml: &str) {
-    apply(server, &xrd(kind, plural));
+    server.apply(&xrd(kind, plural));
     server.kubectl(&["wait", "--for=condition=Established", &format!("xrd/{plural}.example.org"), "--timeout=60s"]);
-    apply(server, composition_yaml);
+    server.apply(composition_yaml);
 }
 
 fn ready(server: &Server, kind: &str, name: &str) -> bool {
-    get(server, &[kind, name]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced"))
+    server.get(&[kind, name]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced"))
 }
 
 /// NopResources controlled by the object with this uid.
 fn composed_by(server: &Server, uid: &str) -> Vec<Value> {
-    get(server, &["nopresources"]).map(|l| l["items"].as_array().unwrap().clone()).unwrap_or_default().into_iter().filter(|n| n["metadata"]["ownerReferences"][0]["uid"] == uid).collect()
+    server.get(&["nopresources"]).map(|l| l["items"].as_array().unwrap().clone()).unwrap_or_default().into_iter().filter(|n| n["metadata"]["ownerReferences"][0]["uid"] == uid).collect()
 }
 
 /// Watches of the debug page: (controller, kind) pairs.
@@ -218,13 +195,13 @@ fn rc01_an_xr_created_long_after_its_xrd_is_reconciled_promptly() {
     establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
     std::thread::sleep(T_GC * 3 + Duration::from_secs(5));
     let created = Instant::now();
-    apply(&server, &xr("XParent", "p1", "a"));
+    server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Synced with its composition", || {
-        get(&server, &["xparent", "p1"]).is_some_and(|p| {
+        server.get(&["xparent", "p1"]).is_some_and(|p| {
             is_true(&p, "Synced") && p["spec"]["compositionRef"]["name"] == "xparents" && p["spec"]["compositionRevisionRef"]["name"].is_string()
         })
     });
-    let p1 = get(&server, &["xparent", "p1"]).unwrap();
+    let p1 = server.get(&["xparent", "p1"]).unwrap();
     within(T_REACT, "two NopResources owned by p1", || composed_by(&server, p1["metadata"]["uid"].as_str().unwrap()).len() == 2);
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
     assert!(created.elapsed() < T_REACT * 2);
@@ -241,14 +218,14 @@ fn rc01_an_xr_created_long_after_its_xrd_is_reconciled_promptly() {
 fn rc03_an_xr_deleted_and_recreated_with_the_same_name_gets_new_resources() {
     let server = start();
     establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
-    apply(&server, &xr("XParent", "p1", "a"));
+    server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
-    let old_uid = get(&server, &["xparent", "p1"]).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
+    let old_uid = server.get(&["xparent", "p1"]).unwrap()["metadata"]["uid"].as_str().unwrap().to_string();
     std::thread::sleep(T_GC * 3);
     server.kubectl(&["delete", "xparent", "p1", "--wait=false"]);
     // Create again until accepted (AlreadyExists while the old one is still going).
     within(T_DEL, "the create to be accepted", || server.kubectl_try(&["create", "-f", "-"], &xr("XParent", "p1", "a")).is_ok());
-    let new = get(&server, &["xparent", "p1"]).unwrap();
+    let new = server.get(&["xparent", "p1"]).unwrap();
     let new_uid = new["metadata"]["uid"].as_str().unwrap().to_string();
     assert_ne!(new_uid, old_uid);
     within(T_REACT, "the new p1 Ready", || ready(&server, "xparent", "p1"));
@@ -261,16 +238,16 @@ fn rc03_an_xr_deleted_and_recreated_with_the_same_name_gets_new_resources() {
 fn rc04_a_composition_change_rolls_out_after_idling() {
     let server = start();
     establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
-    apply(&server, &xr("XParent", "p1", "a"));
+    server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
-    let first = get(&server, &["xparent", "p1"]).unwrap()["spec"]["compositionRevisionRef"]["name"].clone();
+    let first = server.get(&["xparent", "p1"]).unwrap()["spec"]["compositionRevisionRef"]["name"].clone();
     std::thread::sleep(T_GC * 3);
-    apply(&server, &composition("xparents", "XParent", Some(("rev", "two"))));
+    server.apply(&composition("xparents", "XParent", Some(("rev", "two"))));
     within(T_REACT, "a second revision", || {
-        get(&server, &["compositionrevisions", "-l", "crossplane.io/composition-name=xparents"]).is_some_and(|l| l["items"].as_array().unwrap().len() == 2)
+        server.get(&["compositionrevisions", "-l", "crossplane.io/composition-name=xparents"]).is_some_and(|l| l["items"].as_array().unwrap().len() == 2)
     });
     within(T_REACT, "p1 on the new revision", || {
-        get(&server, &["xparent", "p1"]).is_some_and(|p| p["spec"]["compositionRevisionRef"]["name"] != first)
+        server.get(&["xparent", "p1"]).is_some_and(|p| p["spec"]["compositionRevisionRef"]["name"] != first)
     });
     within(T_REACT, "the composed resources relabelled", || server.kubectl(&["get", "nopresources", "-l", "rev=two", "-o", "name"]).lines().count() == 2);
 }
@@ -280,29 +257,29 @@ fn rc06_two_xr_kinds_share_a_composed_kind_and_release_it_separately() {
     let server = start();
     establish(&server, "XA", "xas", &composition("xas", "XA", None));
     establish(&server, "XC", "xcs", &composition("xcs", "XC", None));
-    apply(&server, &xr("XA", "a1", "a"));
-    apply(&server, &xr("XC", "c1", "c"));
+    server.apply(&xr("XA", "a1", "a"));
+    server.apply(&xr("XC", "c1", "c"));
     within(T_REACT, "a1 and c1 Ready", || ready(&server, "xa", "a1") && ready(&server, "xc", "c1"));
     let nop_kind = "nop.crossplane.io/v1alpha1, Kind=NopResource".to_string();
     assert!(watches(&server).contains(&("composite/xas.example.org".into(), nop_kind.clone())));
 
     // XA stops composing NopResources.
-    apply(&server, &configmap_composition("xas", "XA"));
+    server.apply(&configmap_composition("xas", "XA"));
     within(T_REACT + T_GC * 3, "XA's NopResource watch released", || {
         let live = watches(&server);
         !live.contains(&("composite/xas.example.org".into(), nop_kind.clone())) && live.contains(&("composite/xcs.example.org".into(), nop_kind.clone()))
     });
     // c1's resources are still watched: drift is reverted at once.
-    let c1 = get(&server, &["xc", "c1"]).unwrap();
+    let c1 = server.get(&["xc", "c1"]).unwrap();
     let nop = composed_by(&server, c1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
     server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
-    within(T_REACT, "drift reverted", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c");
+    within(T_REACT, "drift reverted", || server.get(&["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c");
 
     // XA's XRD goes: XC is unaffected.
     server.kubectl(&["delete", "xrd", "xas.example.org", "--timeout=60s"]);
     assert!(!watches(&server).iter().any(|(c, _)| c == "composite/xas.example.org"));
     server.kubectl(&["patch", "xc", "c1", "--type=merge", "-p", r#"{"spec":{"label":"c2"}}"#]);
-    within(T_REACT, "c1 still reconciled", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c2");
+    within(T_REACT, "c1 still reconciled", || server.get(&["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "c2");
     // And when XC's goes too, no composite controller watches anything.
     server.kubectl(&["delete", "xrd", "xcs.example.org", "--timeout=60s"]);
     within(T_GC * 2 + Duration::from_secs(2), "every composite watch gone", || !watches(&server).iter().any(|(c, _)| c.starts_with("composite/")));
@@ -313,19 +290,19 @@ fn rc06_two_xr_kinds_share_a_composed_kind_and_release_it_separately() {
 fn rc07_an_xrd_deleted_and_recreated_at_once_serves_again() {
     let server = start();
     establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
-    apply(&server, &xr("XParent", "p1", "a"));
+    server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
     server.kubectl(&["delete", "xparents", "--all", "--timeout=60s"]);
     server.kubectl(&["delete", "xrd", "xparents.example.org", "--timeout=60s"]);
-    apply(&server, &xrd("XParent", "xparents"));
+    server.apply(&xrd("XParent", "xparents"));
     server.kubectl(&["wait", "--for=condition=Established", "xrd/xparents.example.org", "--timeout=60s"]);
     let established = Instant::now();
     within(T_DEL, "the kind served again", || server.kubectl_try(&["create", "-f", "-"], &xr("XParent", "p2", "b")).is_ok());
-    within(T_REACT, "p2 Synced", || get(&server, &["xparent", "p2"]).is_some_and(|p| is_true(&p, "Synced")));
+    within(T_REACT, "p2 Synced", || server.get(&["xparent", "p2"]).is_some_and(|p| is_true(&p, "Synced")));
     assert!(established.elapsed() < T_REACT + T_DEL);
     std::thread::sleep(T_GC * 3);
     server.kubectl(&["patch", "xparent", "p2", "--type=merge", "-p", r#"{"spec":{"label":"later"}}"#]);
-    let p2 = get(&server, &["xparent", "p2"]).unwrap();
+    let p2 = server.get(&["xparent", "p2"]).unwrap();
     within(T_REACT, "p2's edit composed", || {
         composed_by(&server, p2["metadata"]["uid"].as_str().unwrap()).iter().all(|n| n["spec"]["forProvider"]["fields"]["label"] == "later")
     });
@@ -337,20 +314,20 @@ fn rc08_after_a_kill_every_xr_is_reconciled_again() {
     for (kind, plural) in [("XOne", "xones"), ("XTwo", "xtwos"), ("XThree", "xthrees")] {
         establish(&server, kind, plural, &composition(plural, kind, None));
         let many: String = (0..5).map(|i| xr(kind, &format!("{plural}-{i}"), "x")).collect::<Vec<_>>().join("---\n");
-        apply(&server, &many);
+        server.apply(&many);
     }
     within(Duration::from_secs(60), "all 15 Ready", || {
         ["xones", "xtwos", "xthrees"].iter().all(|p| {
-            get(&server, &[p]).is_some_and(|l| l["items"].as_array().unwrap().iter().filter(|x| is_true(x, "Ready")).count() == 5)
+            server.get(&[p]).is_some_and(|l| l["items"].as_array().unwrap().iter().filter(|x| is_true(x, "Ready")).count() == 5)
         })
     });
     server.kill_and_restart();
     let restarted = Instant::now();
     // Drift on any composed resource is reverted: every XR's watches are back.
-    let x = get(&server, &["xtwo", "xtwos-3"]).unwrap();
+    let x = server.get(&["xtwo", "xtwos-3"]).unwrap();
     let nop = composed_by(&server, x["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
     server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
-    within(T_REACT, "drift reverted after the restart", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "x");
+    within(T_REACT, "drift reverted after the restart", || server.get(&["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "x");
     let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
     for plural in ["xones", "xtwos", "xthrees"] {
         let total: f64 = metrics
@@ -360,8 +337,8 @@ fn rc08_after_a_kill_every_xr_is_reconciled_again() {
             .sum();
         assert!(total >= 5.0, "{plural}: {total} reconciles since the restart");
     }
-    apply(&server, &xr("XOne", "late", "late"));
-    within(T_REACT, "an XR created after the restart", || get(&server, &["xone", "late"]).is_some_and(|x| is_true(&x, "Synced")));
+    server.apply(&xr("XOne", "late", "late"));
+    within(T_REACT, "an XR created after the restart", || server.get(&["xone", "late"]).is_some_and(|x| is_true(&x, "Synced")));
     assert!(restarted.elapsed() < Duration::from_secs(60));
 }
 
@@ -371,17 +348,17 @@ fn ws01_ws02_provider_and_xrd_teardown_in_either_order_is_clean() {
     for provider_first in [true, false] {
         let server = start();
         establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
-        apply(&server, &xr("XParent", "p1", "a"));
+        server.apply(&xr("XParent", "p1", "a"));
         within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
         server.kubectl(&["delete", "xparent", "p1", "--timeout=60s"]);
         let teardown = |what: &str| match what {
             "provider" => {
                 server.kubectl(&["delete", "provider", "provider-nop", "--timeout=60s"]);
-                within(T_DEL, "the NopResource CRD gone", || get(&server, &["crd", "nopresources.nop.crossplane.io"]).is_none());
+                within(T_DEL, "the NopResource CRD gone", || server.get(&["crd", "nopresources.nop.crossplane.io"]).is_none());
             }
             _ => {
                 server.kubectl(&["delete", "xrd", "xparents.example.org", "--timeout=30s"]);
-                within(T_DEL, "the XR CRD gone", || get(&server, &["crd", "xparents.example.org"]).is_none());
+                within(T_DEL, "the XR CRD gone", || server.get(&["crd", "xparents.example.org"]).is_none());
             }
         };
         if provider_first {
@@ -409,14 +386,14 @@ fn ws03_concurrent_teardown_is_clean() {
     for round in 0..3 {
         let server = start();
         establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
-        apply(&server, &xr("XParent", "p1", "a"));
+        server.apply(&xr("XParent", "p1", "a"));
         within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
         server.kubectl(&["delete", "xparent", "p1", "--timeout=60s"]);
         let (first, second) = if round % 2 == 0 { (["provider", "provider-nop"], ["xrd", "xparents.example.org"]) } else { (["xrd", "xparents.example.org"], ["provider", "provider-nop"]) };
         server.kubectl(&["delete", first[0], first[1], "--wait=false"]);
         server.kubectl(&["delete", second[0], second[1], "--wait=false"]);
         within(T_DEL, "both gone with their CRDs", || {
-            get(&server, &["crd", "nopresources.nop.crossplane.io"]).is_none() && get(&server, &["crd", "xparents.example.org"]).is_none()
+            server.get(&["crd", "nopresources.nop.crossplane.io"]).is_none() && server.get(&["crd", "xparents.example.org"]).is_none()
         });
         assert_no_bad_logs(&server);
     }
@@ -427,12 +404,12 @@ fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
     let server = start();
     establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
     establish(&server, "XOther", "xothers", &configmap_composition("xothers", "XOther"));
-    apply(&server, &xr("XParent", "p1", "a"));
+    server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
 
     server.kubectl(&["delete", "crd", "nopresources.nop.crossplane.io", "--timeout=60s"]);
     within(T_REACT, "p1 to name the missing kind", || {
-        get(&server, &["xparent", "p1"]).is_some_and(|p| {
+        server.get(&["xparent", "p1"]).is_some_and(|p| {
             condition(&p, "Synced").is_some_and(|c| {
                 c["status"] == "False"
                     && c["reason"] == "ReconcileError"
@@ -443,16 +420,16 @@ fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
     let described = server.kubectl(&["describe", "xparent", "p1"]);
     assert!(described.contains("Warning") && described.contains("is not served (CRD not found)"), "{described}");
     // Other composites keep working.
-    apply(&server, &xr("XOther", "o1", "x"));
-    within(T_REACT, "another XRD's XR still reconciles", || get(&server, &["xother", "o1"]).is_some_and(|o| is_true(&o, "Synced")));
+    server.apply(&xr("XOther", "o1", "x"));
+    within(T_REACT, "another XRD's XR still reconciles", || server.get(&["xother", "o1"]).is_some_and(|o| is_true(&o, "Synced")));
 
     // Reinstall: the provider re-asserts its CRDs when told to.
     server.kubectl(&["annotate", "provider", "provider-nop", "oxplane.io/reinstall=1"]);
     within(T_REACT * 2, "p1 recomposed and Ready", || ready(&server, "xparent", "p1"));
-    let p1 = get(&server, &["xparent", "p1"]).unwrap();
+    let p1 = server.get(&["xparent", "p1"]).unwrap();
     let nop = composed_by(&server, p1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
     server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", r#"{"spec":{"forProvider":{"fields":{"label":"drifted"}}}}"#]);
-    within(T_REACT, "drift detection works again", || get(&server, &["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "a");
+    within(T_REACT, "drift detection works again", || server.get(&["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"] == "a");
     assert_no_bad_logs(&server);
 }
 
@@ -463,7 +440,7 @@ fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
 fn ws07_stopping_an_xrd_controller_is_total_and_bounded() {
     let server = start();
     establish(&server, "XA", "xas", &composition("xas", "XA", None));
-    apply(&server, &xr("XA", "a1", "a"));
+    server.apply(&xr("XA", "a1", "a"));
     within(T_REACT, "a1 Ready", || ready(&server, "xa", "a1"));
     let started = Instant::now();
     server.kubectl(&["delete", "xrd", "xas.example.org", "--timeout=30s"]);

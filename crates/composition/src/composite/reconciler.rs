@@ -12,7 +12,7 @@ use oxplane_runtime::Runtime;
 use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, ReconcileError, Reconciler};
 use oxplane_runtime::events::EventRecorder;
-use oxplane_runtime::kinds::{Gvk, KindError};
+use oxplane_runtime::kinds::{Gvk, Kind, KindError};
 use oxplane_runtime::managed::annotations;
 use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
@@ -354,42 +354,27 @@ impl XrReconciler {
             rendered.push((one, resource.ready));
         }
 
-        // Composed resources no longer desired go, after their references are dropped.
+        // Composed resources no longer desired: they stay referenced until they are collected,
+        // which happens after the desired ones are applied (make before break: a replaced
+        // Usage protects its resource until its successor does).
+        let mut undesired = Vec::new();
         for (name, composed) in &observed_objects {
             if outcome.desired.resources.contains_key(name) {
                 continue;
             }
             let Some(gvk) = Gvk::of(composed) else { continue };
             let Ok(kind) = runtime.watches.kinds().resolve(&gvk).await else { continue };
-            compose::collect(runtime, xr, &kind, composed)
-                .await
-                .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+            undesired.push((kind, composed));
         }
 
         // resourceRefs first: nothing is created before the composite records it.
-        let mut refs: Vec<Value> = rendered
-            .iter()
-            .map(|(one, _)| {
-                let mut reference = json!({"apiVersion": one.kind.api_version(), "kind": one.kind.gvk.kind, "name": object::name(&one.object)});
-                if !xr_type.kind.namespaced && let Some(namespace) = object::namespace(&one.object) {
-                    reference["namespace"] = json!(namespace);
-                }
-                reference
-            })
-            .collect();
-        refs.sort_by_key(|r| (r["apiVersion"].to_string(), r["kind"].to_string(), r["namespace"].to_string(), r["name"].to_string()));
-        if xr_type.field(xr, "resourceRefs").cloned().unwrap_or_else(|| json!([])) != json!(refs) {
-            let apply = xr_type.apply_object(xr, json!({"resourceRefs": refs}));
-            let saved = runtime
-                .kube
-                .apply(&xr_type.kind, &apply, MANAGER_COMPOSITE, true)
-                .await
-                .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: cannot update composed resource references: {e}")))?;
-            object::adopt_saved(xr, saved);
-        }
+        let desired_refs: Vec<Value> = rendered.iter().map(|(one, _)| self.reference(&one.kind, &one.object)).collect();
+        let undesired_refs = undesired.iter().map(|(kind, composed)| self.reference(kind, composed));
+        self.write_refs(xr, desired_refs.iter().cloned().chain(undesired_refs).collect()).await?;
         // Watches of every kind it composes or requires exist before anything is applied.
         let mut kinds: BTreeSet<Gvk> = rendered.iter().map(|(one, _)| one.kind.gvk.clone()).collect();
         kinds.extend(outcome.required_kinds.iter().cloned());
+        kinds.extend(undesired.iter().map(|(kind, _)| kind.gvk.clone()));
         if let Some(key) = ObjectKey::of(xr) {
             self.dependencies.set(&key, kinds);
         }
@@ -423,6 +408,16 @@ impl XrReconciler {
             if *ready != Ready::True {
                 unready.push(one.resource_name.clone());
             }
+        }
+
+        // Then what is no longer desired goes, and its references after it.
+        if !undesired.is_empty() {
+            for (kind, composed) in &undesired {
+                compose::collect(runtime, xr, kind, composed)
+                    .await
+                    .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+            }
+            self.write_refs(xr, desired_refs).await?;
         }
 
         // A legacy composite publishes its connection details (filtered by the XRD's keys).
@@ -476,6 +471,34 @@ impl XrReconciler {
             Some(ttl) => Action::RequeueAfter(ttl),
             None => Action::Done,
         })
+    }
+
+    /// A `resourceRefs` entry for a composed object (legacy composites name the namespace of
+    /// namespaced resources; modern ones compose only into their own namespace).
+    fn reference(&self, kind: &Kind, composed: &Value) -> Value {
+        let mut reference = json!({"apiVersion": kind.api_version(), "kind": kind.gvk.kind, "name": object::name(composed)});
+        if !self.xr_type.kind.namespaced && let Some(namespace) = object::namespace(composed) {
+            reference["namespace"] = json!(namespace);
+        }
+        reference
+    }
+
+    /// Writes `resourceRefs` (sorted, server-side applied) when they differ from the composite's.
+    async fn write_refs(&self, xr: &mut Value, mut refs: Vec<Value>) -> Result<(), Failure> {
+        refs.sort_by_key(|r| (r["apiVersion"].to_string(), r["kind"].to_string(), r["namespace"].to_string(), r["name"].to_string()));
+        refs.dedup();
+        if self.xr_type.field(xr, "resourceRefs").cloned().unwrap_or_else(|| json!([])) == json!(refs) {
+            return Ok(());
+        }
+        let apply = self.xr_type.apply_object(xr, json!({"resourceRefs": refs}));
+        let saved = self
+            .runtime
+            .kube
+            .apply(&self.xr_type.kind, &apply, MANAGER_COMPOSITE, true)
+            .await
+            .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: cannot update composed resource references: {e}")))?;
+        object::adopt_saved(xr, saved);
+        Ok(())
     }
 
     /// Marks every non-system condition the pipeline did not report as undetermined (a fatal

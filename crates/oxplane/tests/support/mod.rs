@@ -221,6 +221,21 @@ impl Server {
         String::from_utf8_lossy(&out.stderr).into_owned()
     }
 
+    /// Applies a YAML stream with `kubectl apply -f -`.
+    pub fn apply(&self, yaml: &str) {
+        self.kubectl_stdin(&["apply", "-f", "-"], yaml);
+    }
+
+    /// `kubectl get <args> -o json --ignore-not-found`: the object or list, or `None` when
+    /// the object does not exist.
+    pub fn get(&self, args: &[&str]) -> Option<serde_json::Value> {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.extend(["-o", "json", "--ignore-not-found"]);
+        let out = self.kubectl(&all);
+        (!out.trim().is_empty()).then(|| serde_json::from_str(&out).unwrap())
+    }
+
     /// GETs `path` with no credentials, trusting the server's CA; returns (status, body).
     pub fn curl_without_token(&self, path: &str) -> (u16, String) {
         let ca = self.dir.path().join("pki").join("ca.crt");
@@ -235,6 +250,25 @@ impl Server {
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
         (code.trim().parse().unwrap_or(0), body.to_string())
+    }
+}
+
+/// The condition of `type_` in an object's `status.conditions`.
+pub fn condition(object: &serde_json::Value, type_: &str) -> Option<serde_json::Value> {
+    object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
+}
+
+/// Whether the condition of `type_` is `True`.
+pub fn is_true(object: &serde_json::Value, type_: &str) -> bool {
+    condition(object, type_).is_some_and(|c| c["status"] == "True")
+}
+
+/// Polls `check` every 250 ms until it holds, failing the test after `limit`.
+pub fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !check() {
+        assert!(Instant::now() < deadline, "not within {limit:?}: {what}");
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
