@@ -4,8 +4,8 @@
 //!   protobuf `Struct`s), and the [`Function`] trait every function — built in or reached
 //!   over gRPC — is called through.
 //! - [`mod@builtin`]: functions that run in-process, found by package name ([`fn@builtin`]):
-//!   function-patch-and-transform (which also runs legacy `mode: Resources` Compositions)
-//!   and function-auto-ready.
+//!   function-patch-and-transform (which also runs legacy `mode: Resources` Compositions),
+//!   function-auto-ready, function-environment-configs and function-extra-resources.
 //! - [`fieldpath`]: Crossplane field paths (`spec.items[0].name`), read, written, deleted and
 //!   merged into JSON values.
 //! - [`golang`]: Go's renderings users see in Crossplane's output (`fmt.Sprintf`,
@@ -19,5 +19,5 @@ pub mod fieldpath;
 pub mod golang;
 pub mod protocol;
 
-pub use builtin::{AutoReady, PatchAndTransform, builtin, builtin_names};
+pub use builtin::{AutoReady, EnvironmentConfigs, ExtraResources, PatchAndTransform, builtin, builtin_names};
 pub use protocol::{Function, FunctionError};

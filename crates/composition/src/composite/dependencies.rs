@@ -4,10 +4,15 @@
 //! see; a kind's watch is released only when no composite of this controller depends on it
 //! any more. The index is rebuilt from the composites' persisted `resourceRefs` on a timer,
 //! so a missed update heals itself without a restart — nothing is ever stopped on a guess.
+//!
+//! A change wakes the composite that controls the changed object, and every composite whose
+//! functions required it last time (by name or by labels), so a changed EnvironmentConfig or
+//! other required resource is seen at once.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
+use oxplane_functions::protocol::{Match, ResourceSelector};
 use oxplane_runtime::controller::Controller;
 use oxplane_runtime::kinds::{Gvk, Kind};
 use oxplane_runtime::object::{self, ObjectKey};
@@ -19,6 +24,8 @@ struct Index {
     by_composite: HashMap<ObjectKey, BTreeSet<Gvk>>,
     counts: HashMap<Gvk, usize>,
     handles: HashMap<Gvk, WatchHandle>,
+    /// What each composite's functions required in its last reconcile.
+    required: HashMap<ObjectKey, Vec<ResourceSelector>>,
 }
 
 /// The dependency index and the watches it holds, for one XR controller.
@@ -64,9 +71,42 @@ impl Dependencies {
         self.reconcile_watches(index, &controller);
     }
 
+    /// Adds kinds `composite` depends on, keeping those it has (a pipeline that failed still
+    /// watches what it required, so the change that heals it is seen).
+    pub fn extend(self: &Arc<Self>, composite: &ObjectKey, kinds: BTreeSet<Gvk>) {
+        let mut all = self.lock().by_composite.get(composite).cloned().unwrap_or_default();
+        if kinds.is_subset(&all) {
+            return;
+        }
+        all.extend(kinds);
+        self.set(composite, all);
+    }
+
+    /// Records what `composite`'s functions required (their kinds must be in its `set` too).
+    pub fn require(&self, composite: &ObjectKey, selectors: Vec<ResourceSelector>) {
+        let mut index = self.lock();
+        if selectors.is_empty() {
+            index.required.remove(composite);
+        } else {
+            index.required.insert(composite.clone(), selectors);
+        }
+    }
+
     /// Forgets a composite that is gone.
     pub fn forget(self: &Arc<Self>, composite: &ObjectKey) {
+        self.require(composite, Vec::new());
         self.set(composite, BTreeSet::new());
+    }
+
+    /// Composites whose last reconcile required `object` (of kind `gvk`).
+    fn requiring(&self, gvk: &Gvk, object: &Value) -> Vec<ObjectKey> {
+        let index = self.lock();
+        index
+            .required
+            .iter()
+            .filter(|(_, selectors)| selectors.iter().any(|selector| selects(selector, gvk, object)))
+            .map(|(key, _)| key.clone())
+            .collect()
     }
 
     /// Starts the watches counted kinds need and drops those of kinds counted zero. Takes the
@@ -89,8 +129,22 @@ impl Dependencies {
             let handle = controller.subscribe_mapped(&self.watches, &gvk, move |event| {
                 let Some(dependencies) = weak.upgrade() else { return Vec::new() };
                 match event {
-                    WatchEvent::Applied { new, .. } => owner_key(&xr_kind, new).into_iter().collect(),
-                    WatchEvent::Deleted(old) => owner_key(&xr_kind, old).into_iter().collect(),
+                    WatchEvent::Applied { new, old } => {
+                        let mut keys: Vec<ObjectKey> = owner_key(&xr_kind, new).into_iter().collect();
+                        keys.extend(dependencies.requiring(&watched, new));
+                        // A label change can move an object out of a selection.
+                        if let Some(old) = old {
+                            keys.extend(dependencies.requiring(&watched, old));
+                        }
+                        keys.sort();
+                        keys.dedup();
+                        keys
+                    }
+                    WatchEvent::Deleted(old) => {
+                        let mut keys: Vec<ObjectKey> = owner_key(&xr_kind, old).into_iter().collect();
+                        keys.extend(dependencies.requiring(&watched, old));
+                        keys
+                    }
                     // The kind stopped (or started) being served: every dependent must say so.
                     WatchEvent::State(_) => dependencies.dependents(&watched),
                 }
@@ -160,9 +214,28 @@ impl Dependencies {
                 *counts.entry(gvk.clone()).or_insert(0) += 1;
             }
         }
+        index.required.retain(|key, _| rebuilt.contains_key(key));
         index.by_composite = rebuilt;
         index.counts = counts;
         self.reconcile_watches(index, &controller);
+    }
+}
+
+/// Whether a requirement selects `object` of kind `gvk`: same group and kind, in the asked
+/// namespace (any when none), with the asked name or all the asked labels.
+fn selects(selector: &ResourceSelector, gvk: &Gvk, object: &Value) -> bool {
+    let wanted = Gvk::from_api_version(&selector.api_version, &selector.kind);
+    if wanted.group != gvk.group || wanted.kind != gvk.kind {
+        return false;
+    }
+    if let Some(namespace) = selector.namespace.as_deref().filter(|ns| !ns.is_empty())
+        && object::namespace(object) != Some(namespace)
+    {
+        return false;
+    }
+    match &selector.matching {
+        Match::Name(name) => object::name(object) == Some(name.as_str()),
+        Match::Labels(labels) => labels.iter().all(|(key, value)| object::label(object, key) == Some(value.as_str())),
     }
 }
 

@@ -109,8 +109,8 @@ pub struct Outcome {
     pub ttl: Option<Duration>,
     /// A step returned a fatal result: `pipeline step "<step>" returned a fatal result: <msg>`.
     pub fatal: Option<String>,
-    /// Kinds the steps required (for realtime watches).
-    pub required_kinds: Vec<Gvk>,
+    /// What the steps required (for realtime watches).
+    pub required: Vec<ResourceSelector>,
 }
 
 /// Runs the steps over the observed state.
@@ -139,7 +139,7 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         }
         let mut required_resources = BTreeMap::new();
         for (key, selector) in &step.required {
-            required_resources.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+            required_resources.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
         }
         let mut request = RunFunctionRequest {
             observed: observed.clone(),
@@ -171,11 +171,11 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
             }
             let mut fetched = BTreeMap::new();
             for (key, selector) in &response.requirements.resources {
-                fetched.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+                fetched.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
             }
             let mut extra = BTreeMap::new();
             for (key, selector) in &response.requirements.extra_resources {
-                extra.insert(key.clone(), fetch(runtime, selector, &mut outcome.required_kinds).await?);
+                extra.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
             }
             // First-call shortcut: nothing new to send.
             if fetched.iter().all(|(k, v)| request.required_resources.get(k) == Some(v)) && extra == request.extra_resources && calls == 1 && !fetched.is_empty() {
@@ -215,11 +215,11 @@ fn tag(request: &RunFunctionRequest) -> String {
 }
 
 /// Fetches the resources a selector names (sorted by namespace and name); an empty list when
-/// nothing matches or the kind is not served.
-async fn fetch(runtime: &Runtime, selector: &ResourceSelector, kinds: &mut Vec<Gvk>) -> Result<Resources, String> {
+/// nothing matches or the kind is not served. The selector is recorded in `required`.
+async fn fetch(runtime: &Runtime, selector: &ResourceSelector, required: &mut Vec<ResourceSelector>) -> Result<Resources, String> {
     let gvk = Gvk::from_api_version(&selector.api_version, &selector.kind);
-    if !kinds.contains(&gvk) {
-        kinds.push(gvk.clone());
+    if !required.contains(selector) {
+        required.push(selector.clone());
     }
     let kind = match runtime.watches.kinds().resolve(&gvk).await {
         Ok(kind) => kind,

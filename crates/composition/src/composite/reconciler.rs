@@ -175,6 +175,7 @@ impl XrReconciler {
             .filter_map(|r| Some(Gvk::from_api_version(r.get("apiVersion")?.as_str()?, r.get("kind")?.as_str()?)))
             .collect();
         if let Some(key) = ObjectKey::of(xr) {
+            self.dependencies.require(&key, Vec::new());
             self.dependencies.set(&key, kinds);
         }
         let blockers = self.blockers(xr, &refs).await;
@@ -336,6 +337,10 @@ impl XrReconciler {
             object::set_status_field(xr, "claimConditionTypes", json!(claim_conditions));
         }
         if let Some(fatal) = &outcome.fatal {
+            if let Some(key) = ObjectKey::of(xr) {
+                self.dependencies.require(&key, outcome.required.clone());
+                self.dependencies.extend(&key, outcome.required.iter().map(|s| Gvk::from_api_version(&s.api_version, &s.kind)).collect());
+            }
             self.mark_undetermined(xr, &outcome);
             return Err(Failure::new("ComposeResources", format!("cannot compose resources: {fatal}")));
         }
@@ -373,9 +378,10 @@ impl XrReconciler {
         self.write_refs(xr, desired_refs.iter().cloned().chain(undesired_refs).collect()).await?;
         // Watches of every kind it composes or requires exist before anything is applied.
         let mut kinds: BTreeSet<Gvk> = rendered.iter().map(|(one, _)| one.kind.gvk.clone()).collect();
-        kinds.extend(outcome.required_kinds.iter().cloned());
+        kinds.extend(outcome.required.iter().map(|s| Gvk::from_api_version(&s.api_version, &s.kind)));
         kinds.extend(undesired.iter().map(|(kind, _)| kind.gvk.clone()));
         if let Some(key) = ObjectKey::of(xr) {
+            self.dependencies.require(&key, outcome.required.clone());
             self.dependencies.set(&key, kinds);
         }
 

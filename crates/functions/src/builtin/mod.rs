@@ -5,9 +5,17 @@
 //!
 //! - [`patch_and_transform`]: `function-patch-and-transform` ([`PatchAndTransform`]).
 //! - [`auto_ready`]: `function-auto-ready` ([`AutoReady`]).
+//! - [`environment_configs`]: `function-environment-configs` ([`EnvironmentConfigs`]).
+//! - [`extra_resources`]: `function-extra-resources` ([`ExtraResources`]).
+//!
+//! The last two share `selection` (sources by reference or label selector, requirements,
+//! sorting, merging).
 
 pub mod auto_ready;
+pub mod environment_configs;
+pub mod extra_resources;
 pub mod patch_and_transform;
+mod selection;
 
 use std::sync::Arc;
 
@@ -18,6 +26,12 @@ pub const PATCH_AND_TRANSFORM: &str = "function-patch-and-transform";
 
 /// The package name of function-auto-ready.
 pub const AUTO_READY: &str = "function-auto-ready";
+
+/// The package name of function-environment-configs.
+pub const ENVIRONMENT_CONFIGS: &str = "function-environment-configs";
+
+/// The package name of function-extra-resources.
+pub const EXTRA_RESOURCES: &str = "function-extra-resources";
 
 /// function-patch-and-transform.
 #[derive(Clone, Copy, Debug, Default)]
@@ -41,18 +55,42 @@ impl Function for AutoReady {
     }
 }
 
+/// function-environment-configs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnvironmentConfigs;
+
+#[async_trait::async_trait]
+impl Function for EnvironmentConfigs {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(environment_configs::run(&request))
+    }
+}
+
+/// function-extra-resources.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExtraResources;
+
+#[async_trait::async_trait]
+impl Function for ExtraResources {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(extra_resources::run(&request))
+    }
+}
+
 /// The built-in function with this package name, if there is one.
 pub fn builtin(name: &str) -> Option<Arc<dyn Function>> {
     match name {
         PATCH_AND_TRANSFORM => Some(Arc::new(PatchAndTransform)),
         AUTO_READY => Some(Arc::new(AutoReady)),
+        ENVIRONMENT_CONFIGS => Some(Arc::new(EnvironmentConfigs)),
+        EXTRA_RESOURCES => Some(Arc::new(ExtraResources)),
         _ => None,
     }
 }
 
 /// The package names of every built-in function.
 pub fn builtin_names() -> Vec<&'static str> {
-    vec![PATCH_AND_TRANSFORM, AUTO_READY]
+    vec![PATCH_AND_TRANSFORM, AUTO_READY, ENVIRONMENT_CONFIGS, EXTRA_RESOURCES]
 }
 
 #[cfg(test)]
@@ -62,8 +100,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn catalog_knows_both_functions_by_package_name() {
-        assert_eq!(builtin_names(), vec!["function-patch-and-transform", "function-auto-ready"]);
+    fn catalog_knows_every_function_by_package_name() {
+        assert_eq!(
+            builtin_names(),
+            vec![
+                "function-patch-and-transform",
+                "function-auto-ready",
+                "function-environment-configs",
+                "function-extra-resources"
+            ]
+        );
         for name in builtin_names() {
             assert!(builtin(name).is_some(), "{name}");
         }
@@ -85,5 +131,12 @@ mod tests {
         let rsp = ar.run(RunFunctionRequest::default()).await.unwrap();
         assert!(rsp.results.is_empty());
         assert_eq!(rsp.meta.ttl, Some(crate::protocol::DEFAULT_TTL));
+        // Without input, environment-configs and extra-resources have nothing to do.
+        for name in [ENVIRONMENT_CONFIGS, EXTRA_RESOURCES] {
+            let rsp = builtin(name).unwrap().run(RunFunctionRequest::default()).await.unwrap();
+            assert!(rsp.results.is_empty(), "{name}");
+            assert!(rsp.requirements.is_empty(), "{name}");
+            assert_eq!(rsp.context, None, "{name}");
+        }
     }
 }
