@@ -199,6 +199,45 @@ fn a_claim_composes_gets_its_secret_and_fd01_shows_deleting_at_once() {
     assert!(server.kubectl(&["get", "nopresources", "-o", "name"]).trim().is_empty());
 }
 
+/// kill -9 during a Foreground claim deletion, at several moments: right after the delete was
+/// accepted, while it waits for held resources, and while they are let go. After each restart
+/// the deletion carries on and nothing in the tree says Ready while it is deleting.
+#[test]
+fn a_foreground_claim_deletion_survives_kill_9_and_stays_truthful() {
+    let mut server = nop_plane("Foreground");
+    server.apply(&claim("c1", "dave", None));
+    server.kubectl(&["wait", "--for=condition=Ready", "database/c1", "-n", "team-a", "--timeout=60s"]);
+    let xr_name = server.get(&["database", "c1", "-n", "team-a"]).unwrap()["spec"]["resourceRef"]["name"].as_str().unwrap().to_string();
+    server.kubectl(&["delete", "database", "c1", "-n", "team-a", "--wait=false"]);
+    // Killed within moments of the request: whatever was written is all there is.
+    for pause in [Duration::ZERO, Duration::from_millis(150), Duration::from_millis(600)] {
+        std::thread::sleep(pause);
+        server.kill_and_restart();
+        assert_no_ready_while_deleting(&server);
+    }
+    // The tree is deleting, and says what it waits for.
+    within(T_REACT, "the claim naming its blockers after restarts", || {
+        server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| deleting_with(&c, |m| m.contains("waiting for 2 composed resources to be deleted")))
+            && server.get(&["xdatabase", &xr_name]).is_some_and(|x| deleting_with(&x, |m| m.contains("test.oxplane.io/hold")))
+    });
+    server.kill_and_restart();
+    for _ in 0..4 {
+        assert_no_ready_while_deleting(&server);
+        assert!(server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| deleting_with(&c, |_| true)));
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    // Let go, and be killed while the tree goes.
+    release_holds(&server);
+    std::thread::sleep(Duration::from_millis(100));
+    server.kill_and_restart();
+    within(T_DEL, "the claim to go after the restarts", || {
+        assert_no_ready_while_deleting(&server);
+        server.get(&["database", "c1", "-n", "team-a"]).is_none()
+    });
+    assert!(server.get(&["xdatabase", &xr_name]).is_none());
+    within(T_REACT, "no NopResource left", || server.kubectl(&["get", "nopresources", "-o", "name"]).trim().is_empty());
+}
+
 #[test]
 fn fd03_a_background_deletion_lets_the_claim_go_while_resources_finish() {
     let server = nop_plane("Foreground");

@@ -358,3 +358,36 @@ fn us07_a_standalone_usage_protects_until_it_is_deleted() {
     within(T_REACT, "network unprotected", || server.get(&["clusternopresource", "network"]).is_some_and(|d| !in_use(&d)));
     server.kubectl(&["delete", "clusternopresource", "network", "--timeout=30s"]);
 }
+
+/// kill -9 during a Usage-protected deletion: after the used resource's deletion was refused,
+/// and again while the user goes. After each restart the used resource is still protected
+/// while its user exists, and in the end the whole tree goes, the used resource last.
+#[test]
+fn a_usage_protected_deletion_survives_kill_9() {
+    let mut server = ready_claim(Mode::Pipeline, &[("u", "initial")], true, "Background");
+    server.kubectl(&["delete", "stack", "c1", "-n", "team-a", "--wait=false"]);
+    within(T_REACT * 2, "a refused deletion of the used resource", || {
+        role(&server, "used").is_some_and(|u| u["metadata"]["annotations"]["usage.crossplane.io/deletion-attempt-with-policy"].is_string())
+    });
+    for _ in 0..2 {
+        server.kill_and_restart();
+        for _ in 0..4 {
+            let used = role(&server, "used").expect("the used resource stays while the using one exists");
+            assert!(!deleting(&used) && in_use(&used), "{used}");
+            assert!(role(&server, "using").is_some_and(|u| deleting(&u)));
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+    let using = role(&server, "using").unwrap();
+    let name = format!("nopresource/{}", using["metadata"]["name"].as_str().unwrap());
+    server.kubectl(&["patch", &name, "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    std::thread::sleep(Duration::from_millis(100));
+    server.kill_and_restart();
+    let deadline = Instant::now() + T_DEL + Duration::from_secs(30);
+    while role(&server, "using").is_some() {
+        assert!(role(&server, "used").is_some_and(|u| !deleting(&u)), "the used resource went before its user");
+        assert!(Instant::now() < deadline, "the using resource did not go");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    within(T_DEL + Duration::from_secs(30), "the whole tree gone after the restarts", || tree_gone(&server));
+}
