@@ -5,8 +5,9 @@
 //! claim's `compositeDeletePolicy`; from the moment the delete is accepted the claim shows
 //! `Ready=False/Deleting`, naming what the deletion waits for.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use oxplane_runtime::Runtime;
 use oxplane_runtime::client::DeleteOptions;
@@ -27,6 +28,11 @@ pub const FINALIZER: &str = "finalizer.apiextensions.crossplane.io";
 /// The field manager the claim applies its composite with.
 pub const FIELD_MANAGER: &str = "apiextensions.crossplane.io/claim";
 
+/// How often a claim whose deletion is blocked repeats the blocker as a Warning event.
+pub const BLOCKED_WARNING_INTERVAL: Duration = Duration::from_secs(60);
+/// How long the same blocker must stand before a claim warns about it.
+pub const BLOCKED_SETTLE: Duration = Duration::from_secs(4);
+
 /// Spec fields only a claim has, or only Crossplane writes on a composite: never copied from
 /// the claim to its composite.
 const NOT_PROPAGATED: [&str; 7] =
@@ -38,6 +44,8 @@ pub struct ClaimReconciler {
     xr_type: XrType,
     claim: Kind,
     recorder: EventRecorder,
+    /// What blocks each deleting claim (by uid).
+    warned: Mutex<HashMap<String, Blocked>>,
 }
 
 type Outcome = Result<Action, ReconcileError>;
@@ -47,7 +55,7 @@ impl ClaimReconciler {
     pub fn new(runtime: Runtime, xr_type: XrType, claim: Kind) -> Self {
         let recorder = EventRecorder::new(runtime.kube.clone(), "offered/compositeresourcedefinition.apiextensions.crossplane.io")
             .with_annotations(json!({"controller": format!("claim/{}", xr_type.xrd)}));
-        ClaimReconciler { runtime, xr_type, claim, recorder }
+        ClaimReconciler { runtime, xr_type, claim, recorder, warned: Mutex::new(HashMap::new()) }
     }
 
     async fn composite(&self, claim: &Value) -> Result<Option<Value>, ReconcileError> {
@@ -255,10 +263,13 @@ impl ClaimReconciler {
                     );
                 }
                 let waiting = conditions::get(&xr, "Ready").filter(|c| c.reason == "Deleting" && !c.message.is_empty()).map(|c| c.message);
-                let message = match waiting {
+                let message = match &waiting {
                     Some(why) => format!("waiting for composite resource {}/{xr_name} to be deleted: {why}", self.xr_type.kind.gvk.kind),
                     None => format!("waiting for composite resource {}/{xr_name} to be deleted", self.xr_type.kind.gvk.kind),
                 };
+                if let Some(why) = &waiting {
+                    self.warn_blocked(claim, why);
+                }
                 conditions::set(claim, Condition::deleting().with_message(message));
                 conditions::set(claim, Condition::reconcile_success());
                 // The composite's changes wake us; the timer refreshes the message regardless.
@@ -270,6 +281,9 @@ impl ClaimReconciler {
         // Written before the finalizer goes, so the claim said Deleting while it existed.
         self.write_status(claim).await?;
         self.recorder.normal(claim, "DeleteCompositeResource", "Successfully deleted composite resource");
+        if let Some(uid) = object::uid(claim) {
+            self.warned.lock().unwrap_or_else(|p| p.into_inner()).remove(uid);
+        }
         if object::remove_finalizer(claim, FINALIZER) {
             match self.runtime.kube.replace(&self.claim, claim).await {
                 Ok(saved) => object::adopt_saved(claim, saved),
@@ -280,6 +294,34 @@ impl ClaimReconciler {
         conditions::set(claim, Condition::reconcile_success());
         Ok(Action::Done)
     }
+}
+
+impl ClaimReconciler {
+    /// A Warning event naming what blocks the claim's deletion, once the same blocker has stood
+    /// for [`BLOCKED_SETTLE`] (passing states of a deletion are not worth a warning), and then
+    /// at most every [`BLOCKED_WARNING_INTERVAL`].
+    fn warn_blocked(&self, claim: &Value, why: &str) {
+        let Some(uid) = object::uid(claim) else { return };
+        let now = Instant::now();
+        let mut warned = self.warned.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = warned.entry(uid.to_string()).or_insert_with(|| Blocked { since: now, said: why.to_string(), warned: None });
+        if entry.said != why {
+            *entry = Blocked { since: now, said: why.to_string(), warned: None };
+        }
+        let due = now.duration_since(entry.since) >= BLOCKED_SETTLE && entry.warned.is_none_or(|at| now.duration_since(at) >= BLOCKED_WARNING_INTERVAL);
+        if due {
+            entry.warned = Some(now);
+            drop(warned);
+            self.recorder.warning(claim, "DeleteCompositeResource", format!("Deletion is blocked: {why}"));
+        }
+    }
+}
+
+/// What blocks a claim's deletion, since when, and when it was last warned about.
+struct Blocked {
+    since: Instant,
+    said: String,
+    warned: Option<Instant>,
 }
 
 /// `<claim>-<5 random lowercase letters and digits>`, as the API server generates names.

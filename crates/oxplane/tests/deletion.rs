@@ -329,6 +329,20 @@ fn fd02_a_blocked_deletion_names_its_blocker_until_released() {
     let out = server.kubectl_try(&["delete", "database", "c1", "-n", "team-a", "--timeout=5s"], "");
     assert!(out.is_err(), "the deletion cannot finish while the cloud refuses");
     assert!(server.get(&["database", "c1", "-n", "team-a"]).is_some_and(|c| named(&c)));
+    // A Warning event on the claim names the blocker that stands, once (not on every requeue,
+    // nor for the passing states of the deletion).
+    let warnings = || {
+        let events = server.get(&["events", "-n", "team-a", "--field-selector", "involvedObject.name=c1,type=Warning"]).unwrap();
+        events["items"].as_array().unwrap().iter().filter(|e| e["reason"] == "DeleteCompositeResource").cloned().collect::<Vec<Value>>()
+    };
+    within(T_REACT, "a warning naming the blocker", || !warnings().is_empty());
+    std::thread::sleep(Duration::from_secs(6));
+    let blocked = warnings();
+    assert_eq!(blocked.len(), 1, "{blocked:?}");
+    let message = blocked[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("Deletion is blocked: waiting for 1 composed resource to be deleted: FakeThing/"), "{message}");
+    assert!(message.ends_with("(cannot delete external resource: permission denied)"), "{message}");
+    assert_eq!(blocked[0]["count"], 1, "repeated within a minute: {}", blocked[0]);
     plane.cloud.fail_deletes(None);
     within(T_DEL, "everything to go", || server.get(&["database", "c1", "-n", "team-a"]).is_none());
     within(T_DEL, "no FakeThing left", || server.kubectl(&["get", "fakethings.fakecloud.oxplane.io", "-o", "name"]).trim().is_empty());
