@@ -20,7 +20,7 @@ use oxplane_runtime::client::{DeleteOptions, Kube};
 use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
 use oxplane_runtime::events::EventRecorder;
-use oxplane_runtime::kinds::{Gvk, Kind};
+use oxplane_runtime::kinds::{Gvk, Kind, KindError};
 use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
 
@@ -130,6 +130,14 @@ pub fn details(usage: &Value) -> String {
     }
 }
 
+/// Why the kind of a Usage's side cannot be known.
+enum TargetError {
+    /// It never will be, as things stand: a field is missing, or the kind is not served.
+    Permanent(String),
+    /// Asking failed; asking again may succeed.
+    Transient(String),
+}
+
 /// Reconciles Usages of one kind.
 pub struct UsageReconciler {
     runtime: Runtime,
@@ -146,12 +154,18 @@ impl UsageReconciler {
         UsageReconciler { runtime, kind, recorder }
     }
 
-    /// The kind of `of` or `by`, and the namespace its object lives in.
-    async fn target(&self, usage: &Value, side: &str) -> Result<Option<(Kind, Option<String>)>, String> {
+    /// The kind of `of` or `by`, and the namespace its object lives in (`None` when the Usage
+    /// has no such side).
+    async fn target(&self, usage: &Value, side: &str) -> Result<Option<(Kind, Option<String>)>, TargetError> {
         let Some(part) = usage.pointer(&format!("/spec/{side}")).filter(|p| p.is_object()) else { return Ok(None) };
-        let api_version = part.get("apiVersion").and_then(Value::as_str).ok_or_else(|| format!("spec.{side}.apiVersion is required"))?;
-        let kind = part.get("kind").and_then(Value::as_str).ok_or_else(|| format!("spec.{side}.kind is required"))?;
-        let resolved = self.runtime.watches.kinds().resolve(&Gvk::from_api_version(api_version, kind)).await.map_err(|e| e.to_string())?;
+        let api_version =
+            part.get("apiVersion").and_then(Value::as_str).ok_or_else(|| TargetError::Permanent(format!("spec.{side}.apiVersion is required")))?;
+        let kind = part.get("kind").and_then(Value::as_str).ok_or_else(|| TargetError::Permanent(format!("spec.{side}.kind is required")))?;
+        let resolved = match self.runtime.watches.kinds().resolve(&Gvk::from_api_version(api_version, kind)).await {
+            Ok(resolved) => resolved,
+            Err(error @ KindError::NotServed { .. }) => return Err(TargetError::Permanent(error.to_string())),
+            Err(error) => return Err(TargetError::Transient(error.to_string())),
+        };
         let namespace = part
             .pointer("/resourceRef/namespace")
             .or_else(|| part.pointer("/resourceSelector/namespace"))
@@ -160,6 +174,14 @@ impl UsageReconciler {
             .filter(|_| resolved.namespaced)
             .map(str::to_string);
         Ok(Some((resolved, namespace)))
+    }
+
+    /// The object a side names (after selectors were resolved), if it exists.
+    async fn fetch(&self, usage: &Value, side: &str, target: &Option<(Kind, Option<String>)>) -> Result<Option<(Kind, Value)>, ReconcileError> {
+        let (Some((kind, namespace)), Some(name)) = (target, usage.pointer(&format!("/spec/{side}/resourceRef/name")).and_then(Value::as_str)) else {
+            return Ok(None);
+        };
+        Ok(self.runtime.kube.get(kind, namespace.as_deref(), name).await?.map(|object| (kind.clone(), object)))
     }
 
     /// Resolves a selector of `side` into a `resourceRef`; whether it wrote one.
@@ -193,39 +215,50 @@ impl UsageReconciler {
 
     async fn run(&self, usage: &mut Value) -> Outcome {
         let kube: &Kube = &self.runtime.kube;
-        let (of_kind, of_namespace) = match self.target(usage, "of").await {
+        let of = self.target(usage, "of").await;
+        let by = self.target(usage, "by").await;
+        if object::is_deleting(usage) {
+            // What cannot be named or is not served cannot exist, so there is nothing to
+            // protect or wait for: a Usage that is going always has a way out.
+            let settle = |target| match target {
+                Ok(target) => Ok(target),
+                Err(TargetError::Transient(error)) => Err(ReconcileError::new(error)),
+                Err(TargetError::Permanent(_)) => Ok(None),
+            };
+            let (of, by) = (settle(of)?, settle(by)?);
+            let used = self.fetch(usage, "of", &of).await?;
+            let using = self.fetch(usage, "by", &by).await?;
+            return self.release(usage, used, using).await;
+        }
+        let (of_kind, of_namespace) = match of {
             Ok(Some(target)) => target,
             Ok(None) => return Err(ReconcileError::new("spec.of is required")),
-            Err(error) => {
+            Err(TargetError::Permanent(error) | TargetError::Transient(error)) => {
                 self.recorder.warning(usage, "GetUsedResource", &error);
                 conditions::set(usage, Condition::reconcile_error(&error));
                 return Ok(Action::Requeue);
             }
         };
-        let by = self.target(usage, "by").await.map_err(ReconcileError::new)?;
-        if !object::is_deleting(usage) {
-            for (side, kind, namespace) in [("of", Some(of_kind.clone()), of_namespace.clone()), ("by", by.as_ref().map(|b| b.0.clone()), by.as_ref().and_then(|b| b.1.clone()))] {
-                let Some(kind) = kind else { continue };
-                if let Err(error) = self.resolve_selector(usage, side, &kind, namespace.as_deref()).await {
-                    self.recorder.warning(usage, "ResolveSelectors", &error);
-                    conditions::set(usage, Condition::reconcile_error(&error));
-                    return Ok(Action::RequeueAfter(Duration::from_secs(10)));
-                }
+        let by = match by {
+            Ok(by) => by,
+            Err(TargetError::Permanent(error) | TargetError::Transient(error)) => {
+                self.recorder.warning(usage, "GetUsingResource", &error);
+                conditions::set(usage, Condition::reconcile_error(&error));
+                return Ok(Action::Requeue);
+            }
+        };
+        for (side, target) in [("of", Some((of_kind.clone(), of_namespace.clone()))), ("by", by.clone())] {
+            let Some((kind, namespace)) = target else { continue };
+            if let Err(error) = self.resolve_selector(usage, side, &kind, namespace.as_deref()).await {
+                self.recorder.warning(usage, "ResolveSelectors", &error);
+                conditions::set(usage, Condition::reconcile_error(&error));
+                return Ok(Action::RequeueAfter(Duration::from_secs(10)));
             }
         }
         let of_name = usage.pointer("/spec/of/resourceRef/name").and_then(Value::as_str).map(str::to_string);
-        let used = match &of_name {
-            Some(name) => kube.get(&of_kind, of_namespace.as_deref(), name).await?,
-            None => None,
-        };
-        let using = match (&by, usage.pointer("/spec/by/resourceRef/name").and_then(Value::as_str)) {
-            (Some((kind, namespace)), Some(name)) => kube.get(kind, namespace.as_deref(), name).await?.map(|u| (kind.clone(), u)),
-            _ => None,
-        };
+        let used = self.fetch(usage, "of", &Some((of_kind.clone(), of_namespace.clone()))).await?.map(|(_, used)| used);
+        let using = self.fetch(usage, "by", &by).await?;
 
-        if object::is_deleting(usage) {
-            return self.release(usage, &of_kind, used, using).await;
-        }
         if object::add_finalizer(usage, FINALIZER) {
             let saved = kube.replace(&self.kind, usage).await?;
             object::adopt_saved(usage, saved);
@@ -273,7 +306,7 @@ impl UsageReconciler {
 
     /// A Usage being deleted: waits for its user when it must, then frees the used resource
     /// (and replays a refused deletion of it, if asked) and lets go.
-    async fn release(&self, usage: &mut Value, of_kind: &Kind, used: Option<Value>, using: Option<(Kind, Value)>) -> Outcome {
+    async fn release(&self, usage: &mut Value, used: Option<(Kind, Value)>, using: Option<(Kind, Value)>) -> Outcome {
         let kube = &self.runtime.kube;
         let decomposed = object::annotation(usage, ANNOTATION_DELETION_CAUSE) == Some(CAUSE_DECOMPOSED);
         // Composed is what the composer wrote on it when it made it (the composition resource
@@ -292,12 +325,12 @@ impl UsageReconciler {
             conditions::set(usage, Condition::deleting().with_message(message));
             return Ok(Action::RequeueAfter(Duration::from_secs(2)));
         }
-        if let Some(used) = &used {
+        if let Some((of_kind, used)) = &used {
             let key = ObjectKey::of(used).unwrap_or_else(|| ObjectKey::new(None, ""));
             // Another Usage may still protect it.
             let mut others = 0;
             for (kind, _) in kinds() {
-                let Ok(items) = kube.list(&kind, None, None).await else { continue };
+                let items = kube.list(&kind, None, None).await?;
                 others += items.iter().filter(|u| object::uid(u) != object::uid(usage) && protects(u, used)).count();
             }
             if others == 0 && object::label(used, LABEL_IN_USE).is_some() {
@@ -310,20 +343,23 @@ impl UsageReconciler {
                     }
                 }
             }
+            // A deletion refused while this Usage protected it is replayed before the Usage
+            // lets go (the label is gone, so it is no longer refused), so a restart between
+            // the two cannot lose it.
             if others == 0
                 && usage.pointer("/spec/replayDeletion").and_then(Value::as_bool) == Some(true)
+                && !object::is_deleting(used)
                 && let Some(policy) = object::annotation(used, ANNOTATION_DELETION_ATTEMPT).map(str::to_string)
             {
-                let (kube, kind, uid) = (kube.clone(), of_kind.clone(), object::uid(used).map(str::to_string));
-                let recorder = self.recorder.clone();
-                let usage_copy = usage.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_secs(2)).await;
-                    let options = DeleteOptions { propagation: Some(policy), uid, resource_version: None };
-                    if let Err(error) = kube.delete(&kind, key.namespace.as_deref(), &key.name, &options).await {
-                        recorder.warning(&usage_copy, "ReplayDeletion", format!("cannot replay deletion: {error}"));
+                let options = DeleteOptions { propagation: Some(policy), uid: object::uid(used).map(str::to_string), resource_version: None };
+                match kube.delete(of_kind, key.namespace.as_deref(), &key.name, &options).await {
+                    Ok(_) => {}
+                    Err(error) if error.is_not_found() || error.code == 409 => {}
+                    Err(error) => {
+                        self.recorder.warning(usage, "ReplayDeletion", format!("cannot replay deletion: {error}"));
+                        return Err(error.into());
                     }
-                });
+                }
             }
         }
         if object::remove_finalizer(usage, FINALIZER) {
@@ -345,7 +381,7 @@ impl Reconciler for UsageReconciler {
         };
         let before = conditions::status_of(&usage);
         let result = self.run(&mut usage).await;
-        if conditions::status_of(&usage) != before && object::has_finalizer(&usage, FINALIZER) {
+        if conditions::status_of(&usage) != before {
             match self.runtime.kube.replace_status(&self.kind, &usage).await {
                 Ok(_) => {}
                 Err(error) if error.is_not_found() => {}

@@ -313,7 +313,8 @@ fn us04_a_foreground_claim_deletion_deletes_the_user_before_the_used() {
 }
 
 /// US-07 with the v2 kinds: a standalone `protection.crossplane.io` Usage (namespaced) and a
-/// ClusterUsage protect until they are deleted, and deleting them does not wait for the user.
+/// ClusterUsage protect until they are deleted, and deleting them does not wait for the user;
+/// a Usage with `replayDeletion` deletes what it protected once it goes, if that was refused.
 #[test]
 fn us07_a_standalone_usage_protects_until_it_is_deleted() {
     let server = Server::start();
@@ -326,7 +327,7 @@ fn us07_a_standalone_usage_protects_until_it_is_deleted() {
         "apiVersion: {NOP}\nkind: NopResource\nmetadata: {{name: db, namespace: team-a}}\nspec: {{forProvider: {ready}}}\n---\napiVersion: {NOP}\nkind: NopResource\nmetadata: {{name: app, namespace: team-a}}\nspec: {{forProvider: {ready}}}\n---\napiVersion: {NOP}\nkind: ClusterNopResource\nmetadata: {{name: network}}\nspec: {{forProvider: {ready}}}\n"
     ));
     server.apply(&format!(
-        "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata: {{name: app-uses-db, namespace: team-a}}\nspec:\n  of: {{apiVersion: {NOP}, kind: NopResource, resourceRef: {{name: db}}}}\n  by: {{apiVersion: {NOP}, kind: NopResource, resourceRef: {{name: app}}}}\n---\napiVersion: protection.crossplane.io/v1beta1\nkind: ClusterUsage\nmetadata: {{name: keep-network}}\nspec:\n  of: {{apiVersion: {NOP}, kind: ClusterNopResource, resourceRef: {{name: network}}}}\n  reason: shared by every team\n"
+        "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata: {{name: app-uses-db, namespace: team-a}}\nspec:\n  of: {{apiVersion: {NOP}, kind: NopResource, resourceRef: {{name: db}}}}\n  by: {{apiVersion: {NOP}, kind: NopResource, resourceRef: {{name: app}}}}\n---\napiVersion: protection.crossplane.io/v1beta1\nkind: ClusterUsage\nmetadata: {{name: keep-network}}\nspec:\n  of: {{apiVersion: {NOP}, kind: ClusterNopResource, resourceRef: {{name: network}}}}\n  reason: shared by every team\n  replayDeletion: true\n"
     ));
     server.kubectl(&["wait", "--for=condition=Ready", "usage.protection.crossplane.io/app-uses-db", "-n", "team-a", "--timeout=30s"]);
     server.kubectl(&["wait", "--for=condition=Ready", "clusterusage/keep-network", "--timeout=30s"]);
@@ -354,9 +355,9 @@ fn us07_a_standalone_usage_protects_until_it_is_deleted() {
     assert!(server.get(&["nopresource", "app", "-n", "team-a"]).is_some_and(|a| !deleting(&a)));
     within(T_REACT, "db unprotected", || server.get(&["nopresource", "db", "-n", "team-a"]).is_some_and(|d| !in_use(&d)));
     server.kubectl(&["delete", "nopresource", "db", "-n", "team-a", "--timeout=30s"]);
+    // The ClusterUsage replays the refused deletion when it goes.
     server.kubectl(&["delete", "clusterusage", "keep-network", "--timeout=30s"]);
-    within(T_REACT, "network unprotected", || server.get(&["clusternopresource", "network"]).is_some_and(|d| !in_use(&d)));
-    server.kubectl(&["delete", "clusternopresource", "network", "--timeout=30s"]);
+    within(T_REACT, "the refused deletion of network replayed", || server.get(&["clusternopresource", "network"]).is_none());
 }
 
 /// kill -9 during a Usage-protected deletion: after the used resource's deletion was refused,
