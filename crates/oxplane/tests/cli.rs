@@ -52,21 +52,45 @@ fn bench_store_prints_one_json_object_with_the_named_figures() {
 
 #[test]
 fn bench_api_prints_the_named_figures() {
+    bench_report(
+        &["api", "--json", "--seconds", "0.2", "--list-objects", "50", "--crds", "10", "--watchers", "5"],
+        "api",
+        &[
+            "http_creates_per_s_c1", "http_creates_per_s_c32", "store_writes_per_s_c32", "list_10k_ms",
+            "watch_fanout_p99_ms", "crd_1000_rss_mb", "crd_1000_establish_s", "discovery_cold_s",
+        ],
+    );
+}
+
+/// Runs `oxplane bench <args>` and returns its report, asserting it is one JSON object named
+/// `bench` whose `names` are all measured (above zero).
+fn bench_report(args: &[&str], bench: &str, names: &[&str]) -> serde_json::Value {
     let dir = tempfile::tempdir().unwrap();
-    let out = oxplane()
-        .args(["bench", "api", "--json", "--seconds", "0.2", "--list-objects", "50", "--crds", "10", "--watchers", "5", "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
+    let out = oxplane().arg("bench").args(args).arg("--dir").arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["bench"], "api");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["bench"], bench);
     let figures = report["figures"].as_array().unwrap();
-    for name in [
-        "http_creates_per_s_c1", "http_creates_per_s_c32", "store_writes_per_s_c32", "list_10k_ms",
-        "watch_fanout_p99_ms", "crd_1000_rss_mb", "crd_1000_establish_s", "discovery_cold_s",
-    ] {
-        let figure = figures.iter().find(|f| f["name"] == name).unwrap_or_else(|| panic!("missing {name}"));
-        assert!(figure["value"].as_f64().unwrap() > 0.0, "{name} must be measured");
+    for name in names {
+        let figure = figures.iter().find(|f| f["name"] == *name).unwrap_or_else(|| panic!("missing {name}: {report}"));
+        assert!(figure["value"].as_f64().unwrap() > 0.0, "{name} must be measured: {report}");
+        assert!(figure["unit"].is_string());
     }
+    report
+}
+
+#[test]
+fn bench_mr_prints_the_named_figures() {
+    bench_report(&["mr", "--json", "--resources", "20", "--clients", "4"], "mr", &["mr_5000_ready_s", "mr_reconciles_per_s", "api_only_5000_create_s"]);
+}
+
+#[test]
+fn bench_compose_prints_the_named_figures() {
+    bench_report(
+        &["compose", "--json", "--xrs", "5", "--clients", "2", "--samples", "3"],
+        "compose",
+        &["xr_1000_ready_s", "xr_reconciles_per_s", "peak_rss_mb", "composed_change_p50_ms", "composed_change_p99_ms"],
+    );
 }
