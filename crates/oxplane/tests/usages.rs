@@ -285,7 +285,7 @@ fn deletion_keeps_order(policy: &str) {
         let ready = condition(&xr, "Ready").unwrap();
         assert_eq!(ready["reason"], "Deleting", "{xr}");
         let message = ready["message"].as_str().unwrap();
-        assert!(message.contains("blocked by a Usage") && message.contains(HOLD), "{message}");
+        assert!(message.contains(&format!("its deletion is blocked by Usage/{usage_name})")) && message.contains(HOLD), "{message}");
     }
 
     // Release the user: it goes, then the used resource, then everything.

@@ -226,10 +226,33 @@ impl XrReconciler {
             if object::controller_uid(&composed) != Some(uid) {
                 continue;
             }
-            blockers.push(format!("{kind}/{name} ({})", why_not_gone(&composed)));
+            let why = match self.refusing_usage(&composed).await {
+                Some(usage) => format!("its deletion is blocked by {usage}"),
+                None => why_not_gone(&composed),
+            };
+            blockers.push(format!("{kind}/{name} ({why})"));
         }
         blockers.sort();
         blockers
+    }
+
+    /// The Usage that refused the deletion of a composed resource (`Kind/name`, with the
+    /// namespace of a namespaced Usage), if one did and still protects it.
+    async fn refusing_usage(&self, composed: &Value) -> Option<String> {
+        if object::is_deleting(composed) || object::annotation(composed, crate::usage::ANNOTATION_DELETION_ATTEMPT).is_none() {
+            return None;
+        }
+        for (kind, _) in crate::usage::kinds() {
+            let Ok(usages) = self.runtime.kube.list(&kind, None, None).await else { continue };
+            if let Some(usage) = usages.iter().find(|u| crate::usage::uses(u, composed)) {
+                let name = object::name(usage).unwrap_or_default();
+                return Some(match object::namespace(usage) {
+                    Some(namespace) => format!("{}/{name} in namespace {namespace}", kind.gvk.kind),
+                    None => format!("{}/{name}", kind.gvk.kind),
+                });
+            }
+        }
+        None
     }
 
     async fn compose(&self, xr: &mut Value) -> Result<Action, Failure> {
