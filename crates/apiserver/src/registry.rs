@@ -299,7 +299,8 @@ impl Registry {
         groups
     }
 
-    /// The served group-versions, in a stable order: core first, then by group.
+    /// The served group-versions, in a stable order: core first, then by group; within a group
+    /// by Kubernetes' version priority, so the first is the group's preferred version.
     pub fn group_versions(&self) -> Vec<(String, String)> {
         let mut gvs: Vec<(String, String)> = Vec::new();
         for r in self.all() {
@@ -308,7 +309,47 @@ impl Registry {
                 gvs.push(gv);
             }
         }
-        gvs.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)));
+        gvs.sort_by(|a, b| (!a.0.is_empty(), &a.0).cmp(&(!b.0.is_empty(), &b.0)).then_with(|| version_priority(&a.1, &b.1)));
         gvs
+    }
+}
+
+/// Kubernetes' version priority, highest first: GA versions (`v2` before `v1`), then betas, then
+/// alphas (each by major, then minor number), then versions of any other form alphabetically.
+/// The API server picks a group's preferred version this way, whatever order a CRD lists them.
+fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
+    /// (stability: 2 GA, 1 beta, 0 alpha; major; minor) of a `v<major>[(alpha|beta)<minor>]`.
+    fn parse(version: &str) -> Option<(u8, u64, u64)> {
+        let rest = version.strip_prefix('v')?;
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major = rest.get(..digits).filter(|d| !d.is_empty())?.parse().ok()?;
+        let tail = &rest[digits..];
+        if tail.is_empty() {
+            return Some((2, major, 0));
+        }
+        let (stability, minor) =
+            if let Some(minor) = tail.strip_prefix("beta") { (1, minor) } else { (0, tail.strip_prefix("alpha")?) };
+        if minor.is_empty() || !minor.chars().all(|c| c.is_ascii_digit()) {
+            return None;
+        }
+        Some((stability, major, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some(a), Some(b)) => b.cmp(&a),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_priority;
+
+    #[test]
+    fn versions_sort_as_kubernetes_prefers_them() {
+        let mut versions = vec!["foo10", "v1alpha1", "v1", "v11alpha2", "v10beta3", "foo1", "v3beta1", "v2", "v12alpha1", "v11beta2", "v10", "v1beta"];
+        versions.sort_by(|a, b| version_priority(a, b));
+        assert_eq!(versions, ["v10", "v2", "v1", "v11beta2", "v10beta3", "v3beta1", "v12alpha1", "v11alpha2", "v1alpha1", "foo1", "foo10", "v1beta"]);
     }
 }

@@ -67,3 +67,25 @@ fn kubectl_create_sends_protobuf_bodies() {
     assert!(server.kubectl(&["get", "configmap", "dry", "--ignore-not-found", "-o", "name"]).trim().is_empty());
     assert!(managers(&server, "lit").contains("kubectl-create/Update"));
 }
+
+#[test]
+fn kubectl_create_configmap_really_posts_protobuf() {
+    let server = Server::start();
+    let out = server.kubectl_command(&["create", "configmap", "x", "--from-literal=a=b", "-v=8"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "configmap/x created\n");
+    // The POST's request headers run from its line to the response status.
+    let (_, post) = log.split_once("POST https://").unwrap_or_else(|| panic!("no POST in the log: {log}"));
+    let (request, response) = post.split_once("Response Status:").unwrap();
+    assert!(request.starts_with("127.0.0.1:") && request.contains("/api/v1/namespaces/default/configmaps?"), "{request}");
+    assert!(request.lines().any(|l| l.trim_end().ends_with("Content-Type: application/vnd.kubernetes.protobuf")), "{request}");
+    assert!(response.trim_start().starts_with("201 Created"), "{response}");
+    // The body logged before the request is the protobuf envelope: "k8s\0", then a v1 ConfigMap.
+    let (before, _) = log.split_once("POST https://").unwrap();
+    let body = before.rsplit_once("\"Request Body\"").map(|(_, b)| b).unwrap_or_else(|| panic!("no request body: {log}"));
+    assert!(body.contains("6b 38 73 00") && body.contains("|k8s..."), "{body}");
+    let got = server.get(&["configmap", "x"]).unwrap();
+    assert_eq!(got["data"], serde_json::json!({"a": "b"}));
+    assert_eq!(managers(&server, "x").trim(), "kubectl-create/Update");
+}

@@ -5,6 +5,8 @@
 
 mod support;
 
+use std::time::Duration;
+
 use support::Server;
 
 const WIDGET_CRD: &str = r#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
@@ -88,4 +90,57 @@ fn deleting_a_namespace_waits_for_its_content() {
     server.kubectl(&["wait", "--for=delete", "namespace/scratch", "--timeout=60s"]);
     let refused = server.kubectl_fails(&["delete", "namespace", "default"], "");
     assert!(refused.contains("may not be deleted"), "{refused}");
+}
+
+fn field(server: &Server, object: &str, path: &str) -> String {
+    server.kubectl(&["get", object, "-o", &format!("jsonpath={{{path}}}")])
+}
+
+#[test]
+fn explicit_background_cascade_collects_dependents_and_waits_on_their_finalizers() {
+    let (server, uid) = with_owner("bgx");
+    dependent(&server, "bgx-free", "bgx", &uid, None);
+    dependent(&server, "bgx-held", "bgx", &uid, Some("example.com/hold"));
+    let out = server.kubectl_command(&["delete", "widget", "bgx", "--cascade=background", "-v=8"]).output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "widget.example.com \"bgx\" deleted\n");
+    // kubectl logs the DeleteOptions body just before the DELETE line.
+    let (before, after) = log.split_once("DELETE https://").unwrap_or_else(|| panic!("no DELETE: {log}"));
+    assert!(after.contains("/namespaces/default/widgets/bgx"), "{after}");
+    let body = before.rsplit_once("\"Request Body\"").map(|(_, b)| b).unwrap_or_else(|| panic!("no body: {log}"));
+    assert!(body.contains(r#"{"propagationPolicy":"Background"}"#), "kubectl sent the policy: {body}");
+    // Background: the owner goes at once, its dependents after.
+    assert!(!exists(&server, &["widget", "bgx"]));
+    server.kubectl(&["wait", "--for=delete", "configmap/bgx-free", "--timeout=60s"]);
+    // The held dependent is being deleted, but stays until its finalizer is removed.
+    support::within(Duration::from_secs(60), "the held dependent is deleted", || !field(&server, "configmap/bgx-held", ".metadata.deletionTimestamp").is_empty());
+    assert_eq!(field(&server, "configmap/bgx-held", ".metadata.finalizers"), r#"["example.com/hold"]"#);
+    assert_eq!(field(&server, "configmap/bgx-held", ".data.k"), "v");
+    server.kubectl(&["patch", "configmap", "bgx-held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    server.kubectl(&["wait", "--for=delete", "configmap/bgx-held", "--timeout=60s"]);
+}
+
+#[test]
+fn orphan_cascade_strips_the_owner_from_a_finalized_dependent_without_deleting_it() {
+    let (server, uid) = with_owner("orx");
+    dependent(&server, "orx-held", "orx", &uid, Some("example.com/hold"));
+    dependent(&server, "orx-free", "orx", &uid, None);
+    server.kubectl(&["delete", "widget", "orx", "--cascade=orphan"]);
+    assert!(!exists(&server, &["widget", "orx"]));
+    for name in ["orx-held", "orx-free"] {
+        let object = format!("configmap/{name}");
+        assert!(field(&server, &object, ".metadata.ownerReferences").is_empty(), "{name}: owner reference stripped");
+        assert!(field(&server, &object, ".metadata.deletionTimestamp").is_empty(), "{name} is not being deleted");
+    }
+    assert_eq!(field(&server, "configmap/orx-held", ".metadata.finalizers"), r#"["example.com/hold"]"#);
+    // Removing the finalizer of an orphan does not delete it: nothing owns it any more.
+    server.kubectl(&["patch", "configmap", "orx-held", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    // Give the collector time to act: it must leave the orphans alone.
+    std::thread::sleep(Duration::from_secs(2));
+    for name in ["orx-held", "orx-free"] {
+        assert!(exists(&server, &["configmap", name]), "{name} survives");
+        assert_eq!(field(&server, &format!("configmap/{name}"), ".data.k"), "v");
+        assert!(field(&server, &format!("configmap/{name}"), ".metadata.deletionTimestamp").is_empty(), "{name}");
+    }
 }

@@ -4,6 +4,9 @@
 
 mod support;
 
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
 use support::Server;
 
 #[test]
@@ -60,7 +63,7 @@ fn data_survives_a_restart_and_the_kubeconfig_stays_valid() {
 #[test]
 fn a_second_server_on_the_same_data_dir_is_refused() {
     let server = Server::start();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxplane"))
+    let out = Command::new(env!("CARGO_BIN_EXE_oxplane"))
         .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(server.dir())
         .output()
@@ -84,4 +87,82 @@ fn metrics_are_prometheus_text_with_request_counts() {
         let value = line.rsplit(' ').next().unwrap();
         assert!(value.parse::<f64>().is_ok(), "not a sample: {line}");
     }
+}
+
+#[test]
+fn health_endpoints_answer_without_a_token() {
+    let server = Server::start();
+    for path in ["/healthz", "/livez", "/readyz"] {
+        let (code, body) = server.curl_without_token(path);
+        assert_eq!((code, body.as_str()), (200, "ok"), "{path}");
+        assert_eq!(server.kubectl(&["get", "--raw", path]), "ok", "{path} with the token too");
+    }
+}
+
+#[test]
+fn sigterm_ends_the_server_with_status_zero() {
+    let mut server = Server::start();
+    server.kubectl_stdin(&["create", "-f", "-"], r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"before-stop"}}"#);
+    // An open watch does not hold the shutdown up.
+    let mut watch = server
+        .kubectl_command(&["get", "configmaps", "-w", "--request-timeout=0"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(watch.stdout.take().unwrap()));
+    assert!(lines.next().unwrap().unwrap().starts_with("NAME"), "the watch is running");
+    let status = server.terminate(Duration::from_secs(60)).expect("oxplane exits within a minute of SIGTERM");
+    assert!(status.success(), "exit status after SIGTERM: {status:?}\n{}", server.log());
+    let _ = watch.kill();
+    let _ = watch.wait();
+    // It shut down cleanly: the next start finds the data and no stale lock.
+    server.spawn();
+    assert!(server.get(&["configmap", "before-stop"]).is_some());
+    let status = server.terminate(Duration::from_secs(60)).expect("exits again");
+    assert!(status.success(), "{status:?}");
+}
+
+#[test]
+fn oxplane_home_is_the_data_directory_without_data_dir() {
+    let user_home = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    // A directory that does not exist yet: `up` creates it.
+    let home = state.path().join("plane");
+    let log = std::fs::File::create(state.path().join("oxplane.log")).unwrap();
+    /// Kills the server if an assertion fails before it is stopped.
+    struct Running(std::process::Child);
+    impl Drop for Running {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut child = Running(Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["up", "--listen", "127.0.0.1:0"])
+        .env("OXPLANE_HOME", &home)
+        .env("HOME", user_home.path())
+        .env("OXPLANE_LOG", "info,kube=warn,hyper=warn,tower=warn")
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap());
+    let kubeconfig = home.join("kubeconfig");
+    let kubectl = |args: &[&str]| Command::new("kubectl").args(args).env("KUBECONFIG", &kubeconfig).env("HOME", user_home.path()).output().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !(kubeconfig.exists() && kubectl(&["get", "--raw", "/readyz"]).status.success()) {
+        let log = || std::fs::read_to_string(state.path().join("oxplane.log")).unwrap_or_default();
+        assert!(child.0.try_wait().unwrap().is_none(), "oxplane exited: {}", log());
+        assert!(Instant::now() < deadline, "not ready in $OXPLANE_HOME: {}", log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = kubectl(&["get", "namespace", "default", "-o", "name"]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "namespace/default\n", "{}", String::from_utf8_lossy(&out.stderr));
+    for file in ["oxplane.db", "admin.token", "pki/ca.crt"] {
+        assert!(home.join(file).exists(), "{file} in $OXPLANE_HOME");
+    }
+    assert!(!user_home.path().join(".oxplane").exists(), "~/.oxplane is not used when OXPLANE_HOME is set");
+    let status = support::sigterm(&mut child.0, Duration::from_secs(60)).expect("exits after SIGTERM");
+    assert!(status.success(), "{status:?}");
 }

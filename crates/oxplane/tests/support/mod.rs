@@ -123,6 +123,13 @@ impl Server {
         }
     }
 
+    /// Sends SIGTERM and waits up to `limit` for the process to exit; its exit status, or `None`
+    /// when it was not running or did not exit in time (then it is killed).
+    pub fn terminate(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take()?;
+        sigterm(&mut child, limit)
+    }
+
     /// Whether the process has exited (e.g. killed itself at a fault point).
     pub fn exited(&mut self) -> bool {
         matches!(self.child.as_mut().map(|c| c.try_wait()), Some(Ok(Some(_))) | None)
@@ -251,6 +258,22 @@ impl Server {
         let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
         (code.trim().parse().unwrap_or(0), body.to_string())
     }
+}
+
+/// Sends SIGTERM to `child` and waits up to `limit` for it to exit; its exit status, or `None`
+/// when it did not exit in time (then it is killed, so no test leaves it running).
+pub fn sigterm(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
 
 /// The condition of `type_` in an object's `status.conditions`.
