@@ -126,7 +126,9 @@ impl Reconciler for CompositionReconciler {
                 return Err(error.into());
             }
         };
-        self.recorder.normal(&composition, "CreateRevision", "Created new revision");
+        // Crossplane annotates the event with the number of the revision it created.
+        let recorder = self.recorder.clone().with_annotations(json!({"revision": number.to_string()}));
+        recorder.normal(&composition, "CreateRevision", "Created new revision");
         self.mark_valid(created).await?;
         Ok(Action::Done)
     }

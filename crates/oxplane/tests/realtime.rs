@@ -1,5 +1,5 @@
 //! Realtime composition and clean teardown, as the scenarios of Crossplane's watch bugs
-//! describe them (RC-01, RC-03, RC-04, RC-06, RC-07, RC-08, WS-01 to WS-04, WS-07), against
+//! describe them (RC-01, RC-02, RC-03, RC-04, RC-06, RC-07, RC-08, WS-01 to WS-04, WS-07), against
 //! the real binary with the real kubectl. Watches are re-asserted every 2 s and idle ones
 //! kept 1 s (T_gc = 2 s); "within T_react" is 10 s; nothing relies on polling.
 
@@ -211,6 +211,56 @@ fn rc01_an_xr_created_long_after_its_xrd_is_reconciled_promptly() {
     for kind in ["example.org/v1alpha1, Kind=XParent", "apiextensions.crossplane.io/v1, Kind=CompositionRevision", "nop.crossplane.io/v1alpha1, Kind=NopResource"] {
         assert!(live.contains(&("composite/xparents.example.org".to_string(), kind.to_string())), "{kind} not in {live:?}");
     }
+    assert_no_bad_logs(&server);
+}
+
+/// RC-02: a claim applied long after its XRD (idle for three watch sweeps) gets its composite
+/// at once, both Synced, and turns Ready within T_react of its composite — no waiting for a poll.
+#[test]
+fn rc02_a_claim_created_long_after_its_xrd_follows_its_composite_promptly() {
+    let server = start();
+    let claim_xrd = xrd("XDb", "xdbs").replace("    plural: xdbs\n", "    plural: xdbs\n  claimNames:\n    kind: Db\n    plural: dbs\n");
+    assert!(claim_xrd.contains("claimNames"));
+    server.apply(&claim_xrd);
+    server.kubectl(&["wait", "--for=condition=Established", "--for=condition=Offered", "xrd/xdbs.example.org", "--timeout=60s"]);
+    server.apply(&composition("xdbs", "XDb", None));
+    server.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n");
+    std::thread::sleep(T_GC * 3 + Duration::from_secs(5));
+
+    let created = Instant::now();
+    server.apply("apiVersion: example.org/v1alpha1\nkind: Db\nmetadata:\n  name: c1\n  namespace: team-a\nspec:\n  label: c\n");
+    // Poll claim and composite together, noting when each is first seen Ready.
+    let (mut xr_synced, mut claim_synced, mut xr_ready, mut claim_ready) = (None, None, None, None);
+    let mut xr_name = String::new();
+    while claim_ready.is_none() && created.elapsed() < T_REACT * 4 {
+        let claim = server.get(&["db", "c1", "-n", "team-a"]).unwrap();
+        if let Some(name) = claim["spec"]["resourceRef"]["name"].as_str() {
+            xr_name = name.to_string();
+            if let Some(xr) = server.get(&["xdb", name]) {
+                if is_true(&xr, "Synced") {
+                    xr_synced.get_or_insert(created.elapsed());
+                }
+                if is_true(&xr, "Ready") {
+                    xr_ready.get_or_insert(Instant::now());
+                }
+            }
+            if is_true(&claim, "Synced") {
+                claim_synced.get_or_insert(created.elapsed());
+            }
+        }
+        if is_true(&claim, "Ready") {
+            claim_ready = Some(Instant::now());
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    assert!(xr_name.starts_with("c1-"), "{xr_name:?}");
+    assert!(xr_synced.is_some_and(|t| t < T_REACT), "the composite Synced after {xr_synced:?}");
+    assert!(claim_synced.is_some_and(|t| t < T_REACT), "the claim Synced with its resourceRef after {claim_synced:?}");
+    let (Some(xr_ready), Some(claim_ready)) = (xr_ready, claim_ready) else { panic!("not Ready: composite {xr_ready:?}, claim {claim_ready:?}") };
+    assert!(claim_ready.saturating_duration_since(xr_ready) < T_REACT, "the claim turned Ready {:?} after its composite", claim_ready.saturating_duration_since(xr_ready));
+    let xr = server.get(&["xdb", &xr_name]).unwrap();
+    assert_eq!(xr["spec"]["claimRef"]["name"], "c1");
+    assert_eq!(composed_by(&server, xr["metadata"]["uid"].as_str().unwrap()).len(), 2);
     assert_no_bad_logs(&server);
 }
 

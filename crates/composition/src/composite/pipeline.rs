@@ -121,9 +121,11 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
     for step in steps {
         let function = match &step.function {
             StepFunction::Direct(function) => function.clone(),
+            // Crossplane's words for a Function with no active revision (here: no Function
+            // object installed it), so what users search for matches.
             StepFunction::Named(name) => functions.get(name).ok_or_else(|| {
                 format!(
-                    "cannot run pipeline step {:?}: function {name:?} is not installed: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active); create a Function whose package is one of oxplane's built-in functions",
+                    "cannot run Composition pipeline step {:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active)",
                     step.name
                 )
             })?,
@@ -131,10 +133,11 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         let mut credentials = BTreeMap::new();
         for (name, secret) in &step.credentials {
             let Some((namespace, secret_name)) = secret else { continue };
+            let cannot = |e: &dyn std::fmt::Display| format!("cannot get Composition pipeline step {:?} credential {name:?} from Secret: {e}", step.name);
             let data = connection::read_secret(&runtime.kube, namespace, secret_name)
                 .await
-                .map_err(|e| format!("cannot get credentials secret {namespace}/{secret_name}: {e}"))?
-                .ok_or_else(|| format!("cannot get credentials secret {namespace}/{secret_name}: not found"))?;
+                .map_err(|e| cannot(&e))?
+                .ok_or_else(|| cannot(&format!("secrets {secret_name:?} not found")))?;
             credentials.insert(name.clone(), Credentials::CredentialData(data));
         }
         let mut required_resources = BTreeMap::new();
@@ -155,7 +158,7 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         let mut calls = 0;
         let response: RunFunctionResponse = loop {
             request.meta.tag = tag(&request);
-            let response = function.run(request.clone()).await.map_err(|e| format!("cannot run pipeline step {:?}: {e}", step.name))?;
+            let response = function.run(request.clone()).await.map_err(|e| format!("cannot run Composition pipeline step {:?}: {e}", step.name))?;
             calls += 1;
             if response.results.iter().any(|r| r.severity == Severity::Fatal) || response.requirements.is_empty() {
                 break response;
@@ -165,7 +168,7 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
             }
             if calls > MAX_REQUIREMENT_ITERATIONS {
                 return Err(format!(
-                    "cannot run pipeline step {:?}: requirements didn't stabilize after the maximum number of iterations ({MAX_REQUIREMENT_ITERATIONS})",
+                    "cannot run Composition pipeline step {:?}: requirements didn't stabilize after the maximum number of iterations ({MAX_REQUIREMENT_ITERATIONS})",
                     step.name
                 ));
             }

@@ -91,9 +91,7 @@ impl Staged {
                 }
             }
         }
-        if !selected.event.0.is_empty() {
-            self.events.push(selected.event);
-        }
+        self.events.extend(selected.events);
     }
 
     fn is_empty(&self) -> bool {
@@ -302,7 +300,7 @@ impl XrReconciler {
             {
                 let uid = object::uid(xr).unwrap_or_default().to_string();
                 let fields = json!({"writeConnectionSecretToRef": {"name": uid, "namespace": namespace}});
-                staged.add(xr_type, xr, select::Selected { patch: fields, event: ("", String::new()) });
+                staged.add(xr_type, xr, select::Selected { patch: fields, events: Vec::new() });
             }
         }
         if !staged.is_empty() {

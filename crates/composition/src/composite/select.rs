@@ -12,12 +12,18 @@ use serde_json::{Value, json};
 use super::shape::XrType;
 use crate::compositions::{LABEL_COMPOSITION_NAME, composition_kind, revision_kind};
 
-/// A change the selection made, with the event it is announced by.
+/// A change the selection made, with the events it is announced by.
 pub struct Selected {
     /// The machinery fields to patch.
     pub patch: Value,
-    /// `(reason, message)` of the Normal event.
-    pub event: (&'static str, String),
+    /// `(reason, message)` of each Normal event.
+    pub events: Vec<(&'static str, String)>,
+}
+
+/// The events of a `compositionRef` set by the XRD: its own, then the one Crossplane emits
+/// whenever the reference changes.
+fn chosen_by_xrd(why: &str, name: &str) -> Vec<(&'static str, String)> {
+    vec![("CompositionSelection", why.to_string()), ("SelectComposition", format!("Successfully selected composition: {name}"))]
 }
 
 fn matches_labels(object: &Value, selector: Option<&Value>) -> bool {
@@ -33,7 +39,7 @@ pub async fn composition(runtime: &Runtime, xr_type: &XrType, xr: &Value) -> Res
         if current.as_deref() != Some(enforced.as_str()) {
             return Ok(Some(Selected {
                 patch: json!({"compositionRef": {"name": enforced}}),
-                event: ("CompositionSelection", "Enforced composition has been selected".to_string()),
+                events: chosen_by_xrd("Enforced composition has been selected", enforced),
             }));
         }
         return Ok(None);
@@ -47,7 +53,7 @@ pub async fn composition(runtime: &Runtime, xr_type: &XrType, xr: &Value) -> Res
     {
         return Ok(Some(Selected {
             patch: json!({"compositionRef": {"name": default}}),
-            event: ("CompositionSelection", "Default composition has been selected".to_string()),
+            events: chosen_by_xrd("Default composition has been selected", default),
         }));
     }
     let compositions = runtime.kube.list(&composition_kind(), None, None).await.map_err(|e| format!("cannot list Compositions: {e}"))?;
@@ -63,7 +69,7 @@ pub async fn composition(runtime: &Runtime, xr_type: &XrType, xr: &Value) -> Res
     };
     Ok(Some(Selected {
         patch: json!({"compositionRef": {"name": chosen}}),
-        event: ("SelectComposition", format!("Successfully selected composition: {chosen}")),
+        events: vec![("SelectComposition", format!("Successfully selected composition: {chosen}"))],
     }))
 }
 
@@ -76,7 +82,7 @@ pub fn revision_selector_default(xr_type: &XrType, xr: &Value) -> Option<Selecte
     }
     Some(Selected {
         patch: json!({"compositionRevisionSelector": default}),
-        event: ("CompositionSelection", "Default revision selector has been selected".to_string()),
+        events: vec![("CompositionSelection", "Default revision selector has been selected".to_string())],
     })
 }
 
@@ -117,7 +123,7 @@ pub async fn revision(runtime: &Runtime, xr_type: &XrType, xr: &Value, compositi
     let name = object::name(&newest).unwrap_or_default().to_string();
     let change = (current.as_deref() != Some(name.as_str())).then(|| Selected {
         patch: json!({"compositionRevisionRef": {"name": name}}),
-        event: ("SelectComposition", format!("Selected composition revision: {name}")),
+        events: vec![("SelectComposition", format!("Selected composition revision: {name}"))],
     });
     Ok((newest, change))
 }

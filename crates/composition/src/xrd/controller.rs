@@ -88,19 +88,24 @@ impl XrdReconciler {
         names
     }
 
-    /// Applies a rendered CRD unless another object controls the existing one; returns it.
-    async fn apply_crd(&self, xrd: &Value, crd: &Value) -> Result<Option<Value>, String> {
+    /// Applies a rendered CRD unless another object controls the existing one; returns it, and
+    /// whether the apply changed it (its resourceVersion moved, or it was created).
+    async fn apply_crd(&self, xrd: &Value, crd: &Value) -> Result<Option<(Value, bool)>, String> {
         let name = object::name(crd).unwrap_or_default().to_string();
-        if let Some(existing) = self.runtime.kube.get(&crd_kind(), None, &name).await.map_err(|e| e.to_string())?
-            && object::controller_uid(&existing) != object::uid(xrd)
+        let existing = self.runtime.kube.get(&crd_kind(), None, &name).await.map_err(|e| e.to_string())?;
+        if let Some(existing) = &existing
+            && object::controller_uid(existing) != object::uid(xrd)
         {
-            if object::is_deleting(&existing) {
+            if object::is_deleting(existing) {
                 // The CRD of an earlier XRD of this name is still going: wait for it.
                 return Ok(None);
             }
             return Err(format!("cannot apply rendered CustomResourceDefinition {name}: existing object is not controlled by UID {:?}", object::uid(xrd).unwrap_or_default()));
         }
-        self.runtime.kube.apply(&crd_kind(), crd, FIELD_MANAGER, true).await.map(Some).map_err(|e| format!("cannot apply rendered CustomResourceDefinition {name}: {e}"))
+        let applied =
+            self.runtime.kube.apply(&crd_kind(), crd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply rendered CustomResourceDefinition {name}: {e}"))?;
+        let changed = existing.as_ref().and_then(object::resource_version) != object::resource_version(&applied);
+        Ok(Some((applied, changed)))
     }
 
     async fn run(&self, xrd: &mut Value) -> Outcome {
@@ -127,7 +132,7 @@ impl XrdReconciler {
             object::adopt_saved(xrd, saved);
         }
 
-        let Some(applied) = self.apply_crd(xrd, &xr_crd).await.map_err(|e| self.warn(xrd, "EstablishComposite", e))? else {
+        let Some((applied, _)) = self.apply_crd(xrd, &xr_crd).await.map_err(|e| self.warn(xrd, "EstablishComposite", e))? else {
             self.recorder.normal(xrd, "EstablishComposite", "waiting for the previous composite resource CustomResourceDefinition to be deleted");
             return Ok(Action::RequeueAfter(Duration::from_secs(1)));
         };
@@ -142,9 +147,13 @@ impl XrdReconciler {
             return Ok(Action::RequeueAfter(Duration::from_millis(250)));
         }
         if let Some(claim_crd) = &claim_crd {
-            let Some(claim) = self.apply_crd(xrd, claim_crd).await.map_err(|e| self.warn(xrd, "OfferClaim", e))? else {
+            let Some((claim, claim_changed)) = self.apply_crd(xrd, claim_crd).await.map_err(|e| self.warn(xrd, "OfferClaim", e))? else {
                 return Ok(Action::RequeueAfter(Duration::from_secs(1)));
             };
+            if claim_changed {
+                let claim_name = object::name(&claim).unwrap_or_default();
+                self.recorder.normal(xrd, "OfferClaim", format!("Applied composite resource claim CustomResourceDefinition: {claim_name}"));
+            }
             if !conditions::is_true(&claim, "Established") {
                 self.recorder.normal(xrd, "OfferClaim", "waiting for composite resource claim CustomResourceDefinition to be established");
                 return Ok(Action::RequeueAfter(Duration::from_millis(250)));

@@ -99,3 +99,51 @@ impl Plane {
 pub fn is_true(object: &Value, type_: &str) -> bool {
     oxplane_runtime::conditions::is_true(object, type_)
 }
+
+impl Plane {
+    /// The Event objects recorded on an object (matched by uid), oldest first.
+    pub async fn event_objects(&self, object: &Value) -> Vec<Value> {
+        let uid = oxplane_runtime::object::uid(object).unwrap().to_string();
+        let events = Kind::new("", "v1", "Event", "events", true);
+        let mut found: Vec<Value> =
+            self.runtime.kube.list(&events, None, None).await.unwrap().into_iter().filter(|e| e["involvedObject"]["uid"] == uid.as_str()).collect();
+        found.sort_by_key(|e| e["firstTimestamp"].as_str().unwrap_or_default().to_string());
+        found
+    }
+
+    /// Waits until an event `(type, reason, message)` is recorded on `object`.
+    pub async fn wait_event(&self, object: &Value, type_: &str, reason: &str, message: &str) {
+        let wanted = (type_.to_string(), reason.to_string(), message.to_string());
+        self.wait(&format!("event {wanted:?}"), async |p| p.events_of(object).await.contains(&wanted).then_some(())).await;
+    }
+
+    /// How many reconciles the controller `name` has finished.
+    pub fn reconciles(&self, controller: &str) -> u64 {
+        self.runtime.metrics.reconcile_count(controller)
+    }
+}
+
+/// `apiextensions.crossplane.io/v1` `Composition`.
+pub fn compositions() -> Kind {
+    Kind::new("apiextensions.crossplane.io", "v1", "Composition", "compositions", false)
+}
+
+/// `apiextensions.crossplane.io/v1` `CompositionRevision`.
+pub fn revisions() -> Kind {
+    Kind::new("apiextensions.crossplane.io", "v1", "CompositionRevision", "compositionrevisions", false)
+}
+
+/// `apiextensions.crossplane.io/v1` `CompositeResourceDefinition`.
+pub fn xrds() -> Kind {
+    Kind::new("apiextensions.crossplane.io", "v1", "CompositeResourceDefinition", "compositeresourcedefinitions", false)
+}
+
+/// Core `v1` `ConfigMap`.
+pub fn config_maps() -> Kind {
+    Kind::new("", "v1", "ConfigMap", "configmaps", true)
+}
+
+/// The condition `type_` of an object, if set.
+pub fn condition(object: &Value, type_: &str) -> Option<oxplane_runtime::conditions::Condition> {
+    oxplane_runtime::conditions::get(object, type_)
+}
