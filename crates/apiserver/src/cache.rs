@@ -23,8 +23,8 @@ use crate::objects;
 pub const ROOT: &str = "/registry/";
 /// How many recent events the cache keeps, by default, for watches that resume from a revision.
 pub const DEFAULT_WINDOW: usize = 10_000;
-/// How many live events a watcher may fall behind before it is ended with 410.
-const LIVE_QUEUE: usize = 10_000;
+/// How many live events a watcher may fall behind, by default, before it is ended with 410.
+pub const DEFAULT_LIVE_QUEUE: usize = 10_000;
 
 /// What happened to an object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,8 +142,14 @@ impl WatchCache {
     /// Loads every object from the store and starts following it, keeping the last `window`
     /// events for watches that resume from a revision.
     pub async fn start(store: Arc<dyn Store>, window: usize) -> Result<Arc<WatchCache>, StoreError> {
+        WatchCache::start_with(store, window, DEFAULT_LIVE_QUEUE).await
+    }
+
+    /// As [`WatchCache::start`], letting each watcher fall at most `live_queue` live events
+    /// behind before it is ended with 410.
+    pub async fn start_with(store: Arc<dyn Store>, window: usize, live_queue: usize) -> Result<Arc<WatchCache>, StoreError> {
         let (objects, revision) = load(&*store).await?;
-        let (live, _) = broadcast::channel(LIVE_QUEUE);
+        let (live, _) = broadcast::channel(live_queue.max(1));
         let (revision_tx, _) = watch::channel(revision);
         let cache = Arc::new(WatchCache {
             state: RwLock::new(State { revision, objects, history: VecDeque::new(), history_start: revision }),

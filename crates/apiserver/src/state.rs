@@ -38,6 +38,8 @@ pub struct AppState {
     pub inflight: Arc<crate::http::inflight::InflightLimits>,
     /// Metrics and debug pages added by the layers running beside the server.
     pub extensions: crate::http::extensions::Extensions,
+    /// How often watchers that allow bookmarks get one.
+    pub bookmark_interval: Duration,
 }
 
 impl AppState {
@@ -54,6 +56,7 @@ impl AppState {
             metrics: Default::default(),
             inflight: Default::default(),
             extensions: Default::default(),
+            bookmark_interval: crate::http::watch::DEFAULT_BOOKMARK_INTERVAL,
         }
     }
 

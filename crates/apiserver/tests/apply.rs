@@ -49,6 +49,28 @@ async fn apply_creates_merges_conflicts_and_forces() {
     let kube::Error::Api(status) = &error else { panic!("{error:?}") };
     assert_eq!(status.code, 409, "{status:?}");
     assert!(status.message.contains("conflict with \"alice\""), "{}", status.message);
+    assert_eq!(status.reason, "Conflict");
+    let causes: Vec<(String, String, String)> = status
+        .details
+        .as_ref()
+        .expect("a 409 apply conflict has details")
+        .causes
+        .iter()
+        .map(|c| (c.reason.clone(), c.field.clone(), c.message.clone()))
+        .collect();
+    assert_eq!(causes, [("FieldManagerConflict".to_string(), ".data.a".to_string(), "conflict with \"alice\"".to_string())]);
+    // Conflicts on several fields: one cause each; the refused apply changed nothing.
+    let error = cms.patch("applied", &as_("bob"), &Patch::Apply(cm(json!({"a": "9", "b": "9", "c": "3"})))).await.unwrap_err();
+    let kube::Error::Api(status) = &error else { panic!("{error:?}") };
+    assert_eq!(status.code, 409, "{status:?}");
+    let mut fields: Vec<(&str, &str)> =
+        status.details.as_ref().unwrap().causes.iter().map(|c| (c.reason.as_str(), c.field.as_str())).collect();
+    fields.sort();
+    assert_eq!(fields, [("FieldManagerConflict", ".data.a"), ("FieldManagerConflict", ".data.b")], "{status:?}");
+    assert_eq!(status.message, "Apply failed with 2 conflicts: conflicts with \"alice\":\n- .data.a\n- .data.b");
+    let unchanged = cms.get("applied").await.unwrap();
+    assert_eq!(unchanged.metadata.resource_version, merged.metadata.resource_version);
+    assert_eq!(unchanged.data, merged.data);
     let forced = cms.patch("applied", &as_("bob").force(), &Patch::Apply(cm(json!({"a": "9", "c": "3"})))).await.unwrap();
     assert_eq!(forced.data.as_ref().unwrap()["a"], "9");
     let list = entries(&forced);

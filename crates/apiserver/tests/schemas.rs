@@ -184,3 +184,87 @@ async fn built_in_kinds_report_unknown_fields() {
     assert_eq!(code, 400, "{status}");
     assert!(status["message"].as_str().unwrap().contains(r#"duplicate field "data.a""#), "{status}");
 }
+
+async fn send_as(client: &kube::Client, method: Method, uri: &str, content_type: &str, body: &str) -> (u16, Vec<String>, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(uri)
+        .header("Content-Type", content_type)
+        .body(kube::client::Body::from(body.as_bytes().to_vec()))
+        .unwrap();
+    let response = client.send(request).await.unwrap();
+    let code = response.status().as_u16();
+    let warnings = response.headers().get_all("warning").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (code, warnings, serde_json::from_slice(&bytes).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn field_validation_on_updates_and_patches() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let (code, _, crd) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", CRD).await;
+    assert_eq!(code, 201, "{crd}");
+    const MERGE: &str = "application/merge-patch+json";
+    const JSON: &str = "application/json";
+    let item = format!("{URI}/a");
+    let cm = "/api/v1/namespaces/default/configmaps/c";
+
+    // Ignore: unknown fields are pruned silently, on create, PUT and PATCH alike.
+    let body = r#"{"apiVersion":"example.com/v1","kind":"Pod2","metadata":{"name":"a"},"spec":{"size":3,"bogus":1}}"#;
+    let (code, warnings, created) = send_as(&client, Method::POST, &format!("{URI}?fieldValidation=Ignore"), JSON, body).await;
+    assert_eq!((code, warnings.len()), (201, 0), "{created} {warnings:?}");
+    assert!(created["spec"].get("bogus").is_none(), "{created}");
+    let mut replaced = created.clone();
+    replaced["spec"]["size"] = json!(4);
+    replaced["spec"]["bogus"] = json!(2);
+    replaced["stray"] = json!(true);
+    let (code, warnings, put) = send_as(&client, Method::PUT, &format!("{item}?fieldValidation=Ignore"), JSON, &replaced.to_string()).await;
+    assert_eq!((code, warnings.len()), (200, 0), "{put} {warnings:?}");
+    assert_eq!(put["spec"]["size"], 4);
+    assert!(put["spec"].get("bogus").is_none() && put.get("stray").is_none(), "{put}");
+    let (code, warnings, patched) =
+        send_as(&client, Method::PATCH, &format!("{item}?fieldValidation=Ignore"), MERGE, r#"{"spec":{"size":5,"bogus":3}}"#).await;
+    assert_eq!((code, warnings.len()), (200, 0), "{patched} {warnings:?}");
+    assert_eq!(patched["spec"]["size"], 5);
+    assert!(patched["spec"].get("bogus").is_none(), "{patched}");
+    // Warn, the default, says what it pruned.
+    let (code, warnings, _) = send_as(&client, Method::PATCH, &item, MERGE, r#"{"spec":{"bogus":4}}"#).await;
+    assert_eq!((code, warnings), (200, vec![r#"299 - "unknown field \"spec.bogus\"""#.to_string()]));
+
+    // Strict: a 400 naming the unknown field, for PUT and PATCH, and nothing stored.
+    let (_, _, before) = send(&client, Method::GET, &item, "").await;
+    let mut strict_put = before.clone();
+    strict_put["spec"]["size"] = json!(6);
+    strict_put["spec"]["bogus"] = json!(5);
+    let (code, _, status) = send_as(&client, Method::PUT, &format!("{item}?fieldValidation=Strict"), JSON, &strict_put.to_string()).await;
+    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")), "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"unknown field "spec.bogus""#), "{status}");
+    let (code, _, status) =
+        send_as(&client, Method::PATCH, &format!("{item}?fieldValidation=Strict"), MERGE, r#"{"spec":{"size":7,"bogus":6}}"#).await;
+    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")), "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"unknown field "spec.bogus""#), "{status}");
+    let (_, _, after) = send(&client, Method::GET, &item, "").await;
+    assert_eq!(after, before, "the refused writes stored nothing");
+    assert_eq!(after["spec"]["size"], 5);
+
+    // The same for a built-in kind.
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"},"data":{"a":"b"}}"#;
+    assert_eq!(send(&client, Method::POST, "/api/v1/namespaces/default/configmaps", body).await.0, 201);
+    let (code, _, status) = send_as(&client, Method::PATCH, &format!("{cm}?fieldValidation=Strict"), MERGE, r#"{"data":{"a":"c"},"bogus":1}"#).await;
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"unknown field "bogus""#), "{status}");
+    let (_, _, stored) = send(&client, Method::GET, cm, "").await;
+    let mut put = stored.clone();
+    put["data"]["a"] = json!("d");
+    put["bogus"] = json!(1);
+    let (code, _, status) = send_as(&client, Method::PUT, &format!("{cm}?fieldValidation=Strict"), JSON, &put.to_string()).await;
+    assert_eq!(code, 400, "{status}");
+    assert!(status["message"].as_str().unwrap().contains(r#"unknown field "bogus""#), "{status}");
+    assert_eq!(send(&client, Method::GET, cm, "").await.2, stored, "nothing stored");
+    let (code, warnings, ignored) = send_as(&client, Method::PUT, &format!("{cm}?fieldValidation=Ignore"), JSON, &put.to_string()).await;
+    assert_eq!((code, warnings.len()), (200, 0), "{ignored} {warnings:?}");
+    assert_eq!(ignored["data"]["a"], "d");
+    assert!(ignored.get("bogus").is_none(), "{ignored}");
+    server.stop().await;
+}

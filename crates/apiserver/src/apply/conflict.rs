@@ -26,13 +26,15 @@ impl Conflict {
         format!("conflict with {}", self.owner())
     }
 
-    /// `"mgr"[ with subresource "status"][ using v1]`: who owns the field.
+    /// `"mgr"[ with subresource "status"][ using v1]`: who owns the field. Only an `Update`
+    /// owner names its API version: Kubernetes leaves it out of an applier's identity, so an
+    /// applier is the same owner whatever version it applied through.
     fn owner(&self) -> String {
         let mut s = format!("{:?}", self.manager);
         if let Some(sub) = &self.subresource {
             s.push_str(&format!(" with subresource {sub:?}"));
         }
-        if !self.api_version.is_empty() {
+        if self.operation == Operation::Update && !self.api_version.is_empty() {
             s.push_str(&format!(" using {}", self.api_version));
         }
         s
@@ -63,43 +65,34 @@ impl fmt::Display for Conflicts {
 
 impl std::error::Error for Conflicts {}
 
-/// The 409 status message and its causes `(message, field)`.
+/// The 409 status message and its causes `(message, field)`, worded as Kubernetes words them.
 ///
-/// Message: `Apply failed with N conflict(s): ` followed by one group per owner (in first
-/// appearance order), groups separated by newlines. A group with one field reads
-/// `conflict with "mgr" using v1: .spec.x`; a group with several reads
-/// `conflicts with "mgr" using v1:` followed by one `- .path` line per field.
+/// One conflict reads `Apply failed with 1 conflict: conflict with "mgr": .spec.x`. Several
+/// read `Apply failed with N conflicts: ` followed by one group per owner, owners in the order
+/// of their identities (manager, operation, API version, subresource), each group
+/// `conflicts with "mgr" using v1:` and one `- .path` line per field, all joined by newlines.
 pub fn conflict_status_message(conflicts: &Conflicts) -> (String, Vec<(String, String)>) {
-    let mut groups: Vec<(String, Vec<&str>)> = Vec::new();
+    let causes = conflicts.0.iter().map(|c| (c.cause_message(), c.path.clone())).collect();
+    if let [one] = conflicts.0.as_slice() {
+        return (format!("Apply failed with 1 conflict: conflict with {}: {}", one.owner(), one.path), causes);
+    }
+    type Identity<'a> = (&'a str, &'static str, &'a str, Option<&'a str>);
+    let mut groups: Vec<(Identity<'_>, String, Vec<&str>)> = Vec::new();
     for c in &conflicts.0 {
-        let owner = c.owner();
-        match groups.iter_mut().find(|(o, _)| *o == owner) {
-            Some((_, paths)) => paths.push(&c.path),
-            None => groups.push((owner, vec![&c.path])),
+        let version = if c.operation == Operation::Update { c.api_version.as_str() } else { "" };
+        let identity = (c.manager.as_str(), c.operation.as_str(), version, c.subresource.as_deref());
+        match groups.iter_mut().find(|(i, _, _)| *i == identity) {
+            Some((_, _, paths)) => paths.push(&c.path),
+            None => groups.push((identity, c.owner(), vec![&c.path])),
         }
     }
-    let rendered: Vec<String> = groups
-        .iter()
-        .map(|(owner, paths)| match paths.as_slice() {
-            [one] => format!("conflict with {owner}: {one}"),
-            many => {
-                let lines: Vec<String> = many.iter().map(|p| format!("- {p}")).collect();
-                format!("conflicts with {owner}:\n{}", lines.join("\n"))
-            }
-        })
-        .collect();
-    let n = conflicts.len();
-    let message = format!(
-        "Apply failed with {n} conflict{}: {}",
-        if n == 1 { "" } else { "s" },
-        rendered.join("\n")
-    );
-    let causes = conflicts
-        .0
-        .iter()
-        .map(|c| (c.cause_message(), c.path.clone()))
-        .collect();
-    (message, causes)
+    groups.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut lines = Vec::new();
+    for (_, owner, paths) in &groups {
+        lines.push(format!("conflicts with {owner}:"));
+        lines.extend(paths.iter().map(|p| format!("- {p}")));
+    }
+    (format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n")), causes)
 }
 
 #[cfg(test)]
@@ -143,12 +136,27 @@ mod tests {
         assert_eq!(
             msg,
             "Apply failed with 3 conflicts: conflicts with \"a\" using v1:\n- .spec.x\n- .spec.y\n\
-             conflict with \"b\" with subresource \"status\" using v1: .status.p"
+             conflicts with \"b\" with subresource \"status\" using v1:\n- .status.p"
         );
         assert_eq!(
             causes[2].0,
             "conflict with \"b\" with subresource \"status\" using v1"
         );
         assert_eq!(cs.to_string(), msg);
+    }
+
+    #[test]
+    fn appliers_are_named_without_a_version_and_owners_sorted() {
+        let apply = |manager: &str, path: &str| Conflict { operation: Operation::Apply, ..c(manager, None, path) };
+        let (msg, causes) = conflict_status_message(&Conflicts(vec![apply("alice", ".data.a")]));
+        assert_eq!(msg, "Apply failed with 1 conflict: conflict with \"alice\": .data.a");
+        assert_eq!(causes, vec![("conflict with \"alice\"".to_string(), ".data.a".to_string())]);
+        let cs = Conflicts(vec![c("zed", None, ".data.z"), apply("alice", ".data.a"), c("alice", None, ".data.b")]);
+        let (msg, _) = conflict_status_message(&cs);
+        assert_eq!(
+            msg,
+            "Apply failed with 3 conflicts: conflicts with \"alice\":\n- .data.a\n\
+             conflicts with \"alice\" using v1:\n- .data.b\nconflicts with \"zed\" using v1:\n- .data.z"
+        );
     }
 }

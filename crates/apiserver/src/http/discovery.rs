@@ -1,4 +1,4 @@
-//! Discovery: legacy (`/api`, `/api/v1`, `/apis`, `/apis/<group>/<version>`) and aggregated
+//! Discovery: legacy (`/api`, `/api/v1`, `/apis`, `/apis/<group>`, `/apis/<group>/<version>`) and aggregated
 //! (`apidiscovery.k8s.io/v2` on `/api` and `/apis`, which kubectl prefers: two requests instead
 //! of one per group-version). Both are computed from the registry, so a CRD shows at once.
 
@@ -104,14 +104,30 @@ fn legacy_groups(state: &AppState) -> Json<Value> {
         .groups()
         .into_iter()
         .filter(|(group, _)| !group.is_empty())
-        .map(|(group, versions)| {
-            let versions: Vec<Value> =
-                versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
-            let preferred = versions.first().cloned().unwrap_or(Value::Null);
-            json!({"name": group, "versions": versions, "preferredVersion": preferred})
-        })
+        .map(|(group, versions)| api_group(&group, &versions))
         .collect();
     Json(json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}))
+}
+
+/// One group in legacy form: its served versions, the first preferred.
+fn api_group(group: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v})).collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": versions, "preferredVersion": preferred})
+}
+
+/// `/apis/<group>`: the `APIGroup` (404 once nothing of the group is served).
+pub(super) async fn group(State(state): State<Arc<AppState>>, Path(group): Path<String>) -> Result<Json<Value>, ApiError> {
+    let (name, versions) = state
+        .registry
+        .groups()
+        .into_iter()
+        .find(|(name, _)| !name.is_empty() && *name == group)
+        .ok_or_else(|| ApiError::new(crate::status::Reason::NotFound, "the server could not find the requested resource"))?;
+    let mut body = api_group(&name, &versions);
+    body["kind"] = json!("APIGroup");
+    body["apiVersion"] = json!("v1");
+    Ok(Json(body))
 }
 
 pub(super) async fn core_resources(State(state): State<Arc<AppState>>, Path(version): Path<String>) -> Result<Json<Value>, ApiError> {

@@ -13,7 +13,7 @@ mod resources;
 pub mod seed;
 mod select;
 pub mod validation;
-mod watch;
+pub(crate) mod watch;
 pub mod write;
 
 use std::sync::Arc;
@@ -39,6 +39,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api", get(discovery::core_versions))
         .route("/api/{version}", get(discovery::core_resources))
         .route("/apis", get(discovery::groups))
+        .route("/apis/{group}", get(discovery::group))
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))

@@ -302,6 +302,7 @@ async fn dispatch_to(
                     after,
                     selection,
                     bookmarks: query.allow_watch_bookmarks,
+                    bookmark_interval: state.bookmark_interval,
                     timeout: query.timeout_seconds.map(Duration::from_secs),
                     table,
                     metadata_only: output == Output::Metadata,

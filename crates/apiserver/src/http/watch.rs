@@ -25,8 +25,8 @@ use crate::table::IncludeObject;
 /// How long a watch lasts when the client gives no `timeoutSeconds` (kube-apiserver picks a
 /// random 30–60 minutes; clients re-watch either way).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(1800);
-/// How often a bookmark is sent to watchers that allow them.
-const BOOKMARK_EVERY: Duration = Duration::from_secs(60);
+/// How often a bookmark is sent to watchers that allow them, by default.
+pub const DEFAULT_BOOKMARK_INTERVAL: Duration = Duration::from_secs(60);
 
 /// What a watch request asked for.
 pub struct WatchRequest {
@@ -40,6 +40,8 @@ pub struct WatchRequest {
     pub selection: Selection,
     /// Send BOOKMARK events.
     pub bookmarks: bool,
+    /// How often to send them.
+    pub bookmark_interval: Duration,
     /// End the stream after this long.
     pub timeout: Option<Duration>,
     /// Send each object as a one-row Table (kubectl get -w).
@@ -168,7 +170,7 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
     let mut live = watch.live;
     let deadline = tokio::time::sleep(request.timeout.unwrap_or(DEFAULT_TIMEOUT));
     tokio::pin!(deadline);
-    let mut bookmarks = tokio::time::interval(BOOKMARK_EVERY);
+    let mut bookmarks = tokio::time::interval(request.bookmark_interval.max(Duration::from_millis(10)));
     bookmarks.reset();
     loop {
         tokio::select! {
@@ -179,10 +181,17 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
                     return;
                 }
                 Ok(Live::Event(event)) => {
-                    if event.revision <= revision || !event.key.starts_with(&request.prefix) {
+                    if event.revision <= revision {
                         continue;
                     }
+                    // Every event received, of this kind or not, moves the watcher on: its
+                    // bookmarks carry the cache's revision, as kube-apiserver's do, so a
+                    // watcher of a quiet kind can resume after writes to other kinds have
+                    // pushed its last event out of the window.
                     revision = event.revision;
+                    if !event.key.starts_with(&request.prefix) {
+                        continue;
+                    }
                     if let Some(line) = render(&event, &mut rendering, &request.selection)
                         && tx.send(line).await.is_err()
                     {

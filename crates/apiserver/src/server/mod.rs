@@ -32,6 +32,10 @@ pub struct ServerConfig {
     pub listen: String,
     /// Events the watch cache keeps for watches resuming from a revision; older ones get 410.
     pub watch_cache_window: usize,
+    /// Live events a watcher may fall behind before it is ended with an in-stream 410.
+    pub watch_live_queue: usize,
+    /// How often watchers that allow bookmarks get one.
+    pub watch_bookmark_interval: std::time::Duration,
     /// Read-only requests in flight before 429 (0 = unlimited).
     pub max_requests_inflight: usize,
     /// Mutating requests in flight before 429 (0 = unlimited).
@@ -39,12 +43,15 @@ pub struct ServerConfig {
 }
 
 impl ServerConfig {
-    /// A configuration with the default watch cache window and in-flight limits.
+    /// A configuration with the default watch cache window, watch queue, bookmark interval and
+    /// in-flight limits.
     pub fn new(data_dir: PathBuf, listen: impl Into<String>) -> Self {
         ServerConfig {
             data_dir,
             listen: listen.into(),
             watch_cache_window: crate::cache::DEFAULT_WINDOW,
+            watch_live_queue: crate::cache::DEFAULT_LIVE_QUEUE,
+            watch_bookmark_interval: http::watch::DEFAULT_BOOKMARK_INTERVAL,
             max_requests_inflight: http::inflight::DEFAULT_READONLY,
             max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
         }
@@ -88,10 +95,11 @@ impl Server {
         let certs = tls::ensure(&dir, &certificate_names(local))?;
         let token = auth::ensure_token(&dir)?;
 
-        let cache = WatchCache::start(store.clone(), config.watch_cache_window).await?;
+        let cache = WatchCache::start_with(store.clone(), config.watch_cache_window, config.watch_live_queue).await?;
         let mut state = AppState::new(store.clone(), cache, Arc::new(Registry::with_builtins()), token.clone());
         state.inflight =
             Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
+        state.bookmark_interval = config.watch_bookmark_interval;
         let state = Arc::new(state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;

@@ -40,17 +40,22 @@ impl TestServer {
 
     /// Starts a server whose watch cache keeps only `window` events.
     pub async fn start_with_window(window: usize) -> TestServer {
-        TestServer::start_with_dir(DataDir::Temp(tempfile::tempdir().unwrap()), window).await
+        TestServer::start_configured(|config| config.watch_cache_window = window).await
+    }
+
+    /// Starts a server in a fresh data directory with settings changed by `configure`.
+    pub async fn start_configured(configure: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        TestServer::start_with_dir(DataDir::Temp(tempfile::tempdir().unwrap()), configure).await
     }
 
     async fn start_with(dir: DataDir) -> TestServer {
-        TestServer::start_with_dir(dir, oxplane_apiserver::cache::DEFAULT_WINDOW).await
+        TestServer::start_with_dir(dir, |_| {}).await
     }
 
-    async fn start_with_dir(dir: DataDir, window: usize) -> TestServer {
+    async fn start_with_dir(dir: DataDir, configure: impl FnOnce(&mut ServerConfig)) -> TestServer {
         let _ = std::fs::remove_file(dir.path().join("kubeconfig"));
         let mut config = ServerConfig::new(dir.path().to_path_buf(), "127.0.0.1:0");
-        config.watch_cache_window = window;
+        configure(&mut config);
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             run(config, async {
@@ -72,9 +77,19 @@ impl TestServer {
 
     /// A kube-rs client from the server's kubeconfig.
     pub async fn client(&self) -> kube::Client {
-        let kubeconfig = kube::config::Kubeconfig::read_from(self.dir.path().join("kubeconfig")).unwrap();
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+        kube::Client::try_from(self.client_config().await).unwrap()
+    }
+
+    /// As [`TestServer::client`], without kube-rs's retries of 429, 503 and 504 (to see them).
+    pub async fn client_without_retries(&self) -> kube::Client {
+        let mut config = self.client_config().await;
+        config.default_retry = false;
         kube::Client::try_from(config).unwrap()
+    }
+
+    async fn client_config(&self) -> kube::Config {
+        let kubeconfig = kube::config::Kubeconfig::read_from(self.dir.path().join("kubeconfig")).unwrap();
+        kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap()
     }
 
     /// Stops the server and waits for it to close its store.
@@ -84,6 +99,41 @@ impl TestServer {
         }
         if let Some(task) = self.task.take() {
             let _ = task.await;
+        }
+    }
+}
+
+/// A server started in this process and reached through its in-process service, for tests
+/// that need its state (admission hooks, the store); stopped when dropped.
+pub struct InProcess {
+    /// The shared server state.
+    pub state: std::sync::Arc<oxplane_apiserver::http::AppState>,
+    /// A kube-rs client on the in-process service.
+    pub client: kube::Client,
+    _dir: tempfile::TempDir,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl InProcess {
+    /// Starts a server in a fresh data directory; `prepare` runs before it serves.
+    pub async fn start(prepare: impl FnOnce(&oxplane_apiserver::server::Server)) -> InProcess {
+        let dir = tempfile::tempdir().unwrap();
+        let server = oxplane_apiserver::server::Server::start(ServerConfig::new(dir.path().to_path_buf(), "127.0.0.1:0")).await.unwrap();
+        prepare(&server);
+        let state = server.state().clone();
+        let client = kube::Client::new(server.local_service(), "default");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(server.serve(async {
+            let _ = stopped.await;
+        }));
+        InProcess { state, client, _dir: dir, stop: Some(stop) }
+    }
+}
+
+impl Drop for InProcess {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
         }
     }
 }

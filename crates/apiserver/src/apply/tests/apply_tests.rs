@@ -124,12 +124,12 @@ fn different_value_conflicts_and_force_moves_ownership() {
     let (msg, causes) = conflict_status_message(cs);
     assert_eq!(
         msg,
-        "Apply failed with 1 conflict: conflict with \"m1\" using v1: .spec.replicas"
+        "Apply failed with 1 conflict: conflict with \"m1\": .spec.replicas"
     );
     assert_eq!(
         causes,
         vec![(
-            "conflict with \"m1\" using v1".to_string(),
+            "conflict with \"m1\"".to_string(),
             ".spec.replicas".to_string()
         )]
     );

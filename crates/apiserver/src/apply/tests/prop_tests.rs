@@ -360,7 +360,9 @@ proptest! {
 
     /// (a) After A by m1, B by m2 (forced), A by m1 (forced), every leaf of A has A's value
     /// (an empty container leaf only has to still be a container of that kind: granular
-    /// merges of empty containers add nothing).
+    /// merges of empty containers add nothing); every leaf of B that A neither sets nor
+    /// nests under nor above keeps B's value and stays m2's; m2 owns nothing B did not
+    /// apply; and the ownership invariants hold.
     #[test]
     fn forced_reapply_converges(a in config(), b in config()) {
         let s = schema();
@@ -376,6 +378,42 @@ proptest! {
                 _ => prop_assert_eq!(got, want, "at {}", path_string(&leaf)),
             }
         }
+        let a_leaves = field_set_of(&a, Some(&s)).leaves();
+        let b_set = field_set_of(&b, Some(&s));
+        let m2 = r3.managed.iter().find(|e| e.manager == "m2");
+        for leaf in b_set.leaves() {
+            if a_leaves.iter().any(|l| l.starts_with(&leaf) || leaf.starts_with(l)) {
+                continue;
+            }
+            prop_assert_eq!(
+                lookup(&r3.object, &leaf),
+                lookup(&b, &leaf),
+                "B's {} lost its value",
+                path_string(&leaf)
+            );
+            prop_assert!(
+                m2.is_some_and(|e| e.fields.contains(&leaf)),
+                "m2 no longer owns {}",
+                path_string(&leaf)
+            );
+        }
+        if let Some(m2) = m2 {
+            prop_assert!(
+                m2.fields.difference(&b_set).is_empty(),
+                "m2 owns fields it never applied: {}",
+                m2.fields.difference(&b_set).to_fields_v1()
+            );
+        }
+        let state = State {
+            object: Some(r3.object),
+            managed: r3.managed,
+            applied: [
+                (("m1".to_string(), None), a),
+                (("m2".to_string(), None), b),
+            ]
+            .into(),
+        };
+        check_invariants(&state, false, true)?;
     }
 
     /// (b) Ownership covers only present nodes, scopes never leak, entries are unique and
