@@ -1,10 +1,13 @@
 //! At most one external create per managed resource, proven with kill -9: the real `oxplane`
 //! process is killed at every step of an asynchronous create (before the intent is saved,
-//! after it, after the cloud answered with an identifier, after the identifier was saved,
-//! before Ready is written), once for each of nine managed resources — one per management-policy
-//! set that includes Create, with and without LateInitialize — and restarted each time. The fake
-//! cloud (random identifiers, creates that take a while) then holds exactly one thing per
-//! resource, and every resource is Ready with the thing's identifier as its external name.
+//! after it, after the cloud committed the create but before its answer was read, after the
+//! answer with the identifier was read, after the identifier was saved, before Ready is
+//! written), once for each of nine managed resources — one per management-policy set that
+//! includes Create, with and without LateInitialize — and restarted each time; and killed twice
+//! in a row for one resource (a crash during the recovery from a crash). The fake cloud (random
+//! identifiers, creates that take a while) then holds exactly one thing per resource, every
+//! resource is Ready with the thing's identifier as its external name, and its spec (with
+//! `initProvider`) is as applied but for what LateInitialize may fill.
 //!
 //! Variants: a cloud that cannot look things up by tag fails closed after a lost create and
 //! recovers once told the identifier; names taken from the resource recover on their own;
@@ -56,7 +59,8 @@ struct Harness {
 }
 
 impl Harness {
-    /// `oxplane up` with provider-fakecloud, dying at `point` once per resource.
+    /// `oxplane up` with provider-fakecloud, dying at `point` (comma-separated points: at each)
+    /// once per resource.
     fn start(point: Option<&str>) -> Harness {
         let rt = tokio::runtime::Runtime::new().unwrap();
         let cloud = rt.block_on(FakeCloud::start(Duration::from_millis(500))).unwrap();
@@ -98,7 +102,7 @@ impl Harness {
         let thing = json!({
             "apiVersion": "fakecloud.oxplane.io/v1alpha1", "kind": "FakeThing",
             "metadata": {"name": name},
-            "spec": {"forProvider": {"size": 1}, "managementPolicies": policies}
+            "spec": {"forProvider": for_provider(), "initProvider": init_provider(), "managementPolicies": policies}
         });
         // The process may die under us: retry on a fresh connection until the create lands.
         self.eventually_restarting("the create to be accepted", Duration::from_secs(60), |h| {
@@ -159,19 +163,53 @@ fn assert_exactly_one_each(harness: &Harness, names: &[String]) {
     assert_eq!(harness.cloud.live().len(), names.len());
 }
 
+/// The spec's `forProvider` as applied.
+fn for_provider() -> Value {
+    json!({"size": 1})
+}
+
+/// The spec's `initProvider` as applied: used by the create only, never late-initialised over.
+fn init_provider() -> Value {
+    json!({"color": "green", "tags": {"team": "a"}})
+}
+
+/// The spec is as applied, whatever crashes happened: `initProvider` untouched, `forProvider`
+/// unchanged but for the colour LateInitialize copies from the thing (which got it from
+/// `initProvider`), and only where the set has LateInitialize.
+fn assert_spec_kept(harness: &Harness, name: &str, set: &[&str]) {
+    let thing = harness.get(name).unwrap();
+    let spec = &thing["spec"];
+    assert_eq!(spec["initProvider"], init_provider(), "{name} {set:?}");
+    assert_eq!(spec["managementPolicies"], json!(set), "{name}");
+    let late_init = set.iter().any(|a| *a == "*" || *a == "LateInitialize");
+    let mut expected = for_provider();
+    if late_init {
+        expected["color"] = json!("green");
+    }
+    assert_eq!(spec["forProvider"], expected, "{name} {set:?}");
+    let held = harness.cloud.things_of(object::uid(&thing).unwrap());
+    assert_eq!(held[0]["spec"]["color"], "green", "{name}: initProvider reached the create");
+    assert_eq!(held[0]["tags"]["team"], "a", "{name}: initProvider reached the create");
+}
+
 fn markers(dir: &Path) -> usize {
     std::fs::read_dir(dir).unwrap().count()
 }
 
-/// Kills the process at `point` once for each of the nine resources. With `one_at_a_time`,
-/// each resource is created once the previous one is Ready, so no other resource's death can
-/// carry it past the point (needed for points after the external create, which a resource
-/// whose create was interrupted earlier settles by lookup instead of passing).
+/// Kills the process at `point` once for each of the nine resources (see [`crash_at_each`]).
 fn crash_at(point: &str, one_at_a_time: bool) {
-    let mut harness = Harness::start(Some(point));
+    crash_at_each(&[point], one_at_a_time, &CREATE_SETS);
+}
+
+/// Kills the process at each of `points` once for each resource, one resource per set. With
+/// `one_at_a_time`, each resource is created once the previous one is Ready, so no other
+/// resource's death can carry it past a point (needed for points after the external create,
+/// which a resource whose create was interrupted earlier settles by lookup instead of passing).
+fn crash_at_each(points: &[&str], one_at_a_time: bool, sets: &[&[&str]]) {
+    let mut harness = Harness::start(Some(&points.join(",")));
     harness.config(true, false);
-    let names: Vec<String> = (0..CREATE_SETS.len()).map(|i| format!("t{i}")).collect();
-    for (name, set) in names.iter().zip(CREATE_SETS) {
+    let names: Vec<String> = (0..sets.len()).map(|i| format!("t{i}")).collect();
+    for (name, set) in names.iter().zip(sets) {
         harness.create(name, set);
         if one_at_a_time {
             harness.eventually_restarting("the resource to be Ready", Duration::from_secs(120), |h| h.get(name).is_some_and(|t| ready_and_synced(&t)));
@@ -179,17 +217,23 @@ fn crash_at(point: &str, one_at_a_time: bool) {
     }
     let all_ready = |h: &Harness| names.iter().all(|n| h.get(n).is_some_and(|t| ready_and_synced(&t)));
     harness.eventually_restarting("every resource to be Ready", Duration::from_secs(240), all_ready);
-    // Each of the nine resources met the point, and the process died there for it (two
-    // resources reaching it at the same moment share a death).
-    assert_eq!(markers(harness.state.path()), names.len(), "the fault point fired once per resource");
-    assert!(harness.server.starts() > 1, "{} starts", harness.server.starts());
+    // Each resource met every point, and the process died there for it (two resources
+    // reaching a point at the same moment share a death).
+    assert_eq!(markers(harness.state.path()), names.len() * points.len(), "each fault point fired once per resource");
+    assert!(harness.server.starts() > points.len(), "{} starts", harness.server.starts());
     assert_exactly_one_each(&harness, &names);
+    for (name, set) in names.iter().zip(sets) {
+        assert_spec_kept(&harness, name, set);
+    }
 
     // And nothing more happens after one more (clean) restart.
     harness.server.kill_and_restart();
-    harness.eventually("the resources to be reconciled again", Duration::from_secs(30), all_ready);
+    harness.eventually("the resources to be reconciled again", Duration::from_secs(60), all_ready);
     std::thread::sleep(Duration::from_secs(2));
     assert_exactly_one_each(&harness, &names);
+    for (name, set) in names.iter().zip(sets) {
+        assert_spec_kept(&harness, name, set);
+    }
 }
 
 #[test]
@@ -201,6 +245,11 @@ fn killed_before_the_create_intent_is_saved() {
 fn killed_after_the_create_intent_is_saved() {
     // Every resource passes this point before anything reaches the cloud: all at once.
     crash_at(fault::AFTER_CREATE_INTENT, false);
+}
+
+#[test]
+fn killed_after_the_cloud_committed_before_its_answer_was_read() {
+    crash_at(fault::CREATE_RESPONSE_UNREAD, true);
 }
 
 #[test]
@@ -216,6 +265,24 @@ fn killed_after_the_identifier_is_saved() {
 #[test]
 fn killed_before_ready_is_written() {
     crash_at(fault::BEFORE_READY_WRITE, true);
+}
+
+/// With and without LateInitialize: the sets a double crash runs for.
+const DOUBLE_CRASH_SETS: [&[&str]; 2] = [&["*"], &["Observe", "Create", "Update", "Delete"]];
+
+#[test]
+fn killed_after_the_intent_and_again_after_the_identifier_came_back() {
+    // The first death leaves an intent of unknown outcome: the lookup finds nothing, the
+    // creation grace passes, the create is made again, and the process dies once more with
+    // the identifier in hand but unsaved.
+    crash_at_each(&[fault::AFTER_CREATE_INTENT, fault::AFTER_EXTERNAL_CREATE], true, &DOUBLE_CRASH_SETS);
+}
+
+#[test]
+fn killed_before_the_answer_was_read_and_again_before_ready_is_written() {
+    // The first death leaves a committed create nobody heard of: the lookup finds it, and the
+    // process dies again as the recovered resource is about to be Ready.
+    crash_at_each(&[fault::CREATE_RESPONSE_UNREAD, fault::BEFORE_READY_WRITE], true, &CREATE_SETS);
 }
 
 #[test]

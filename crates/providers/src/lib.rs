@@ -17,5 +17,5 @@ use oxplane_runtime::provider::BuiltinProvider;
 
 /// Every built-in provider.
 pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
-    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider)]
+    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider::default())]
 }

@@ -54,7 +54,7 @@ fn ready_and_synced(o: &Value) -> bool {
 #[tokio::test]
 async fn every_policy_set_with_create_creates_once_and_saves_the_identifier() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::from_millis(300)).await.unwrap();
     config(&runtime, "default", &cloud, true, false).await;
     let sets = [
@@ -103,7 +103,7 @@ async fn every_policy_set_with_create_creates_once_and_saves_the_identifier() {
 #[tokio::test]
 async fn observe_only_never_creates_and_adopts_an_existing_identifier() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::ZERO).await.unwrap();
     config(&runtime, "default", &cloud, true, false).await;
     runtime.kube.create(&thing_kind(), &thing("watcher", "default", json!(["Observe"]))).await.unwrap();
@@ -128,7 +128,7 @@ async fn observe_only_never_creates_and_adopts_an_existing_identifier() {
 #[tokio::test]
 async fn a_lost_create_response_is_settled_by_lookup_without_a_second_create() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::from_millis(200)).await.unwrap();
     config(&runtime, "default", &cloud, true, false).await;
     cloud.drop_next_create_response();
@@ -143,7 +143,7 @@ async fn a_lost_create_response_is_settled_by_lookup_without_a_second_create() {
 #[tokio::test]
 async fn without_lookup_a_lost_create_fails_closed_until_told_the_identifier() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::ZERO).await.unwrap();
     cloud.set_lookup(false);
     config(&runtime, "blind", &cloud, false, false).await;
@@ -179,7 +179,7 @@ async fn without_lookup_a_lost_create_fails_closed_until_told_the_identifier() {
 #[tokio::test]
 async fn deterministic_names_create_under_the_resource_name() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::ZERO).await.unwrap();
     config(&runtime, "named", &cloud, false, true).await;
     runtime.kube.create(&thing_kind(), &thing("alice", "named", json!(["*"]))).await.unwrap();
@@ -192,7 +192,7 @@ async fn deterministic_names_create_under_the_resource_name() {
 #[tokio::test]
 async fn deletes_name_what_blocks_them_and_orphans_stay() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::ZERO).await.unwrap();
     config(&runtime, "default", &cloud, true, false).await;
     runtime.kube.create(&thing_kind(), &thing("doomed", "default", json!(["*"]))).await.unwrap();
@@ -225,7 +225,7 @@ async fn deletes_name_what_blocks_them_and_orphans_stay() {
 #[tokio::test]
 async fn namespaced_things_track_provider_config_usage() {
     let (server, runtime) = start().await;
-    let _provider = install(&runtime, &FakeCloudProvider, PACKAGE).await;
+    let _provider = install(&runtime, &FakeCloudProvider::default(), PACKAGE).await;
     let cloud = FakeCloud::start(Duration::ZERO).await.unwrap();
     let pc_kind = Kind::new("fakecloud.m.oxplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", true);
     let kind = Kind::new("fakecloud.m.oxplane.io", "v1alpha1", "FakeThing", "fakethings", true);

@@ -2,7 +2,8 @@
 //!
 //! It behaves like the clouds whose quirks cause duplicate resources: identifiers are random,
 //! creation is asynchronous (a thing is `creating` for a while before it is `ready`), and it
-//! can drop the response of a create it committed, refuse lookups by tag, or refuse deletes.
+//! can drop the response of a create it committed, refuse lookups by tag, or refuse creates or
+//! deletes. Tests may also make things, or change them, behind the control plane's back.
 //! Its ledger records every thing it ever held and how many creates each idempotency token
 //! caused, so a test can prove "exactly one external object".
 //!
@@ -10,7 +11,7 @@
 //! `GET /things/{id}`; `GET /things?tag=KEY=VALUE` (live things with that tag; 501 when
 //! lookups are off); `PUT /things/{id}` `{spec}`; `DELETE /things/{id}` → 202;
 //! `GET /ledger`; `POST /admin` `{provisioningMs, deletionMs, lookup, dropNextCreateResponse,
-//! failDeletes}`.
+//! failCreates, failDeletes}`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -43,6 +44,8 @@ struct Settings {
     deletion: Duration,
     lookup: bool,
     drop_next_create_response: bool,
+    fail_creates: Option<String>,
+    fail_next_create: Option<String>,
     fail_deletes: Option<String>,
 }
 
@@ -81,6 +84,10 @@ fn error(code: StatusCode, message: &str) -> Response {
 
 async fn create(State(cloud): State<Shared>, axum::Json(body): axum::Json<Value>) -> Response {
     let mut cloud = lock(&cloud);
+    if let Some(message) = cloud.settings.fail_next_create.take().or_else(|| cloud.settings.fail_creates.clone()) {
+        // Refused before anything is made: a definite failure.
+        return error(StatusCode::FORBIDDEN, &message);
+    }
     let id = match body.get("id").and_then(Value::as_str) {
         Some(id) if cloud.things.get(id).is_some_and(|t| t.state(&cloud.settings) != "deleted") => {
             return error(StatusCode::CONFLICT, &format!("thing {id} already exists"));
@@ -193,6 +200,9 @@ async fn admin(State(cloud): State<Shared>, axum::Json(body): axum::Json<Value>)
     if let Some(drop) = body.get("dropNextCreateResponse").and_then(Value::as_bool) {
         cloud.settings.drop_next_create_response = drop;
     }
+    if let Some(fail) = body.get("failCreates") {
+        cloud.settings.fail_creates = fail.as_str().map(str::to_string);
+    }
     if let Some(fail) = body.get("failDeletes") {
         cloud.settings.fail_deletes = fail.as_str().map(str::to_string);
     }
@@ -213,7 +223,15 @@ impl FakeCloud {
         let cloud: Shared = Arc::new(Mutex::new(Cloud {
             things: BTreeMap::new(),
             creates: BTreeMap::new(),
-            settings: Settings { provisioning, deletion: Duration::ZERO, lookup: true, drop_next_create_response: false, fail_deletes: None },
+            settings: Settings {
+                provisioning,
+                deletion: Duration::ZERO,
+                lookup: true,
+                drop_next_create_response: false,
+                fail_creates: None,
+                fail_next_create: None,
+                fail_deletes: None,
+            },
         }));
         let app = Router::new()
             .route("/things", post(create).get(list))
@@ -264,6 +282,47 @@ impl FakeCloud {
     /// Makes the next create commit and lose its response.
     pub fn drop_next_create_response(&self) {
         lock(&self.cloud).settings.drop_next_create_response = true;
+    }
+
+    /// Makes creates fail with `message` (403, nothing made), or succeed again with `None`.
+    pub fn fail_creates(&self, message: Option<&str>) {
+        lock(&self.cloud).settings.fail_creates = message.map(str::to_string);
+    }
+
+    /// Makes the next create alone fail with `message` (403, nothing made).
+    pub fn fail_next_create(&self, message: &str) {
+        lock(&self.cloud).settings.fail_next_create = Some(message.to_string());
+    }
+
+    /// One thing by id, if it is live.
+    pub fn thing(&self, id: &str) -> Option<Value> {
+        let cloud = lock(&self.cloud);
+        cloud.things.get(id).filter(|t| t.state(&cloud.settings) != "deleted").map(|t| t.json(&cloud.settings))
+    }
+
+    /// Makes a thing behind the control plane's back (someone else's, to observe or adopt),
+    /// ready at once; returns its id. It counts as no create of any managed resource.
+    pub fn insert(&self, spec: Value) -> String {
+        let mut cloud = lock(&self.cloud);
+        let id = format!("thing-{:08x}", rand::random::<u32>());
+        // Old enough to be ready whatever the provisioning latency.
+        let created = Instant::now().checked_sub(cloud.settings.provisioning).unwrap_or_else(Instant::now);
+        let thing = Thing { id: id.clone(), tags: BTreeMap::new(), spec, created, deleting_since: None };
+        cloud.things.insert(id.clone(), thing);
+        id
+    }
+
+    /// Changes a live thing's spec behind the control plane's back (drift); whether it was
+    /// there.
+    pub fn set_spec(&self, id: &str, spec: Value) -> bool {
+        let mut cloud = lock(&self.cloud);
+        match cloud.things.get_mut(id) {
+            Some(thing) if thing.deleting_since.is_none() => {
+                thing.spec = spec;
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Makes deletes fail with `message` (403), or succeed again with `None`.

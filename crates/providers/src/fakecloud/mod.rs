@@ -23,6 +23,7 @@ use hyper_util::rt::TokioExecutor;
 use oxplane_runtime::Runtime;
 use oxplane_runtime::conditions::Condition;
 use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
+use oxplane_runtime::managed::fault;
 use oxplane_runtime::managed::usage::ProviderConfigKinds;
 use oxplane_runtime::managed::{
     self, ConnectContext, ExternalClient, ExternalConnector, ExternalCreation, ExternalDelete, ExternalError, ExternalNaming,
@@ -37,11 +38,22 @@ pub const GROUP: &str = "fakecloud.oxplane.io";
 pub const NAMESPACED_GROUP: &str = "fakecloud.m.oxplane.io";
 /// The version of both groups.
 pub const VERSION: &str = "v1alpha1";
-/// How often things are observed.
+/// How often things are observed, by default.
 pub const POLL_INTERVAL: Duration = Duration::from_secs(10);
 
 /// provider-fakecloud.
-pub struct FakeCloudProvider;
+#[derive(Clone, Copy, Debug)]
+pub struct FakeCloudProvider {
+    /// How often things are observed: [`POLL_INTERVAL`], or shorter for tests that wait for
+    /// an external change to be noticed.
+    pub poll_interval: Duration,
+}
+
+impl Default for FakeCloudProvider {
+    fn default() -> Self {
+        FakeCloudProvider { poll_interval: POLL_INTERVAL }
+    }
+}
 
 fn thing_crd(namespaced: bool) -> ManagedCrd {
     ManagedCrd {
@@ -116,7 +128,7 @@ impl BuiltinProvider for FakeCloudProvider {
         for namespaced in [false, true] {
             let configs = config_kinds(namespaced);
             controllers.extend(managed::start_config_controllers(runtime, &configs));
-            let mut settings = ManagedSettings::new(thing_crd(namespaced).kind(), connector.clone(), POLL_INTERVAL);
+            let mut settings = ManagedSettings::new(thing_crd(namespaced).kind(), connector.clone(), self.poll_interval);
             settings.provider_configs = Some(Arc::new(configs));
             controllers.push(managed::start_controller(runtime, settings));
         }
@@ -169,6 +181,12 @@ impl FakeCloudClient {
     /// Sends a request. A failure before a complete answer is ambiguous: the cloud may have
     /// acted on it.
     async fn call(&self, method: http::Method, path: &str, body: Option<Value>) -> Result<Answer, ExternalError> {
+        self.call_then(method, path, body, |_| {}).await
+    }
+
+    /// [`Self::call`], running `answered` with the status code once the answer has begun to
+    /// arrive (the cloud has acted on the request) and before its body is read.
+    async fn call_then(&self, method: http::Method, path: &str, body: Option<Value>, answered: impl FnOnce(u16) + Send) -> Result<Answer, ExternalError> {
         let bytes = body.map(|b| Bytes::from(b.to_string())).unwrap_or_default();
         let request = http::Request::builder()
             .method(method)
@@ -179,6 +197,7 @@ impl FakeCloudClient {
         let call = async {
             let response = self.http.request(request).await.map_err(|e| ExternalError::ambiguous(format!("request failed: {e}")))?;
             let code = response.status().as_u16();
+            answered(code);
             let body = response.into_body().collect().await.map_err(|e| ExternalError::ambiguous(format!("response lost: {e}")))?;
             Ok((code, serde_json::from_slice(&body.to_bytes()).unwrap_or(Value::Null)))
         };
@@ -265,7 +284,14 @@ impl ExternalClient for FakeCloudClient {
         if self.deterministic {
             body["id"] = json!(managed.external_name().unwrap_or(managed.name()));
         }
-        let (code, answer) = self.call(http::Method::POST, "/things", Some(body)).await?;
+        let uid = managed.uid().to_string();
+        // A crash point: the thing is made, and the answer saying so is not read yet.
+        let answered = move |code| {
+            if code == 201 {
+                fault::point(fault::CREATE_RESPONSE_UNREAD, &uid);
+            }
+        };
+        let (code, answer) = self.call_then(http::Method::POST, "/things", Some(body), answered).await?;
         if code != 201 {
             return Err(Self::failure(code, &answer));
         }

@@ -59,6 +59,30 @@ pub fn create_outcome_unknown(object: &Value) -> bool {
     time(CREATE_SUCCEEDED).is_none_or(|t| pending > t) && time(CREATE_FAILED).is_none_or(|t| pending > t)
 }
 
+/// Whether a create intent (`external-create-pending`) stamped now would be later than every
+/// recorded outcome. The timestamps hold whole seconds (as Crossplane writes them), so an
+/// intent stamped in the same second as the last failure would look settled by it, and a
+/// crash or a lost response after that create would go unnoticed: the create would be
+/// repeated. A retry waits for the clock instead.
+pub fn intent_would_be_newest(object: &Value) -> bool {
+    let Some(now) = object::parse_time(&object::now_rfc3339()) else { return true };
+    let time = |key| object::annotation(object, key).and_then(object::parse_time);
+    [CREATE_SUCCEEDED, CREATE_FAILED].into_iter().filter_map(time).all(|outcome| outcome < now)
+}
+
+/// Records a create outcome (`key` is `external-create-succeeded` or `-failed`) at the current
+/// second, or at the intent's should the clock be behind it: an outcome is never older than
+/// the intent it settles.
+pub fn stamp_outcome(object: &mut Value, key: &str) {
+    let now = object::now_rfc3339();
+    let pending = object::annotation(object, CREATE_PENDING).map(str::to_string);
+    let later = match (pending.as_deref().and_then(object::parse_time), object::parse_time(&now)) {
+        (Some(pending_at), Some(now_at)) if pending_at > now_at => pending.unwrap_or(now),
+        _ => now,
+    };
+    object::set_annotation(object, key, &later);
+}
+
 /// Saves the critical annotations of `object` (as they are in memory) with a merge patch,
 /// retrying a few times: this write must not be lost. Updates `object`'s metadata from the
 /// answer.
@@ -147,6 +171,34 @@ mod tests {
         assert_eq!(parse_go_duration_or_zero("0s"), Some(Duration::ZERO));
         assert_eq!(parse_go_duration_or_zero("0"), Some(Duration::ZERO));
         assert_eq!(parse_go_duration_or_zero("-0s"), None);
+    }
+
+    #[test]
+    fn a_new_intent_waits_for_a_later_second_than_the_last_outcome() {
+        let now = object::now_rfc3339();
+        let mut o = json!({"metadata": {}});
+        assert!(intent_would_be_newest(&o));
+        object::set_annotation(&mut o, CREATE_FAILED, "2020-01-01T00:00:00Z");
+        assert!(intent_would_be_newest(&o));
+        object::set_annotation(&mut o, CREATE_FAILED, &now);
+        // (Unless the clock moved on to the next second meanwhile.)
+        assert!(!intent_would_be_newest(&o) || object::now_rfc3339() != now);
+        object::set_annotation(&mut o, CREATE_FAILED, "2020-01-01T00:00:00Z");
+        object::set_annotation(&mut o, CREATE_SUCCEEDED, "2999-01-01T00:00:00Z");
+        assert!(!intent_would_be_newest(&o));
+    }
+
+    #[test]
+    fn an_outcome_is_never_older_than_its_intent() {
+        let mut o = json!({"metadata": {}});
+        object::set_annotation(&mut o, CREATE_PENDING, "2999-01-01T00:00:00Z");
+        stamp_outcome(&mut o, CREATE_FAILED);
+        assert_eq!(object::annotation(&o, CREATE_FAILED), Some("2999-01-01T00:00:00Z"));
+        assert!(!create_outcome_unknown(&o));
+        object::set_annotation(&mut o, CREATE_PENDING, "2020-01-01T00:00:00Z");
+        stamp_outcome(&mut o, CREATE_SUCCEEDED);
+        let succeeded = object::annotation(&o, CREATE_SUCCEEDED).and_then(object::parse_time).unwrap();
+        assert!(succeeded > object::parse_time("2020-01-01T00:00:00Z").unwrap());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! - A create whose outcome is unknown (a crash, a dropped response, a timeout) is never
 //!   repeated blindly: Observe looks the resource up by the managed resource's uid when the
 //!   provider can, and otherwise the resource fails closed with a message saying what to do.
+//!   For that, a new intent is always stamped in a later second than the last outcome.
 //!
 //! Every reconcile ends in one place that writes the status if it changed, whatever path it
 //! took, so conditions always say what the last reconcile found.
@@ -372,7 +373,7 @@ impl ManagedReconciler {
             changed = true;
         }
         if observation.resource_exists && annotations::create_outcome_unknown(&managed.object) {
-            object::set_annotation(&mut managed.object, CREATE_SUCCEEDED, &object::now_rfc3339());
+            annotations::stamp_outcome(&mut managed.object, CREATE_SUCCEEDED);
             changed = true;
         }
         if changed {
@@ -426,6 +427,11 @@ impl ManagedReconciler {
     }
 
     async fn create(&self, managed: &mut Managed, client: &mut dyn ExternalClient, naming: ExternalNaming) -> Step {
+        if !annotations::intent_would_be_newest(&managed.object) {
+            // A retry in the second of the last outcome would be indistinguishable from it:
+            // back off until the clock has moved on.
+            return Ok(Action::Requeue);
+        }
         fault::point(fault::BEFORE_CREATE_INTENT, managed.uid());
         // The intent, with a conflict-checked update: a stale view of the resource fails
         // here instead of creating a second external resource.
@@ -439,7 +445,7 @@ impl ManagedReconciler {
                 if let Some(id) = creation.external_name.as_deref().filter(|id| !id.is_empty()) {
                     object::set_annotation(&mut managed.object, EXTERNAL_NAME, id);
                 }
-                object::set_annotation(&mut managed.object, CREATE_SUCCEEDED, &object::now_rfc3339());
+                annotations::stamp_outcome(&mut managed.object, CREATE_SUCCEEDED);
                 self.save_critical(managed).await?;
                 fault::point(fault::AFTER_CREATE_SAVED, managed.uid());
                 if let Err(error) = connection::publish(&self.kube, &managed.object, &creation.connection_details).await {
@@ -455,7 +461,7 @@ impl ManagedReconciler {
                 match error.kind {
                     ErrorKind::AlreadyExists if naming == ExternalNaming::FromMetadataName => {
                         // Our name is taken by the resource we meant to create: adopt it.
-                        object::set_annotation(&mut managed.object, CREATE_SUCCEEDED, &object::now_rfc3339());
+                        annotations::stamp_outcome(&mut managed.object, CREATE_SUCCEEDED);
                         self.save_critical(managed).await?;
                         managed.set_condition(Condition::creating());
                         managed.set_condition(Condition::reconcile_success());
@@ -471,7 +477,7 @@ impl ManagedReconciler {
                     }
                     ErrorKind::Definite | ErrorKind::AlreadyExists => {}
                 }
-                object::set_annotation(&mut managed.object, CREATE_FAILED, &object::now_rfc3339());
+                annotations::stamp_outcome(&mut managed.object, CREATE_FAILED);
                 self.save_critical(managed).await?;
                 self.recorder.warning(&managed.object, "CannotCreateExternalResource", &message);
                 managed.set_condition(Condition::creating());
