@@ -15,9 +15,6 @@ use crate::objects;
 use crate::state::{AppState, store_error};
 use crate::status::{ApiError, Reason};
 
-/// How many times an apply is retried when the object moves underneath it.
-const RETRIES: usize = 8;
-
 /// Parses an apply body: JSON, or YAML (one document).
 pub(super) fn parse_config(body: &[u8]) -> Result<Value, ApiError> {
     let parsed = match serde_json::from_slice::<Value>(body) {
@@ -78,7 +75,8 @@ pub async fn apply(state: &AppState, target: &ObjectTarget<'_>, body: &[u8], opt
     }
     let scope = scope(resource, subresource);
     let types = resource.apply_types.root(resource);
-    for _ in 0..RETRIES {
+    for attempt in 0..super::RACE_RETRIES {
+        super::after_race(attempt).await;
         let kv = state.store.get(&target.key()).await.map_err(store_error)?.kv;
         let old = kv.as_ref().map(objects::from_store).transpose()?;
         // The configuration speaks the client's version of the object.

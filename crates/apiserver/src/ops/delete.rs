@@ -14,9 +14,6 @@ use crate::registry::ResourceDef;
 use crate::state::{AppState, store_error};
 use crate::status::{ApiError, Reason};
 
-/// How many times a deletion is retried when the object moves underneath it.
-const RETRIES: usize = 16;
-
 /// What happens to an object's dependents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Propagation {
@@ -156,7 +153,8 @@ fn check_preconditions(resource: &ResourceDef, name: &str, object: &Value, optio
 pub async fn delete(state: &AppState, target: &ObjectTarget<'_>, options: &DeleteOptions) -> Result<Deleted, ApiError> {
     let ObjectTarget { resource, namespace, name, .. } = *target;
     let key = target.key();
-    for _ in 0..RETRIES {
+    for attempt in 0..super::RACE_RETRIES {
+        super::after_race(attempt).await;
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
             return Err(ApiError::not_found(&resource.group, &resource.plural, name));
         };

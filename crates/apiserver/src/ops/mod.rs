@@ -119,3 +119,21 @@ pub fn parse_body(body: &[u8]) -> Result<Value, ApiError> {
     }
     Ok(object)
 }
+
+/// How many times a server-side read-modify-write (patch, apply, delete, internal updates)
+/// starts again when the object changed between its read and its compare-and-swap. As
+/// kube-apiserver, which retries such writes until the request times out, this is generous:
+/// with the pauses of [`after_race`] it is about a minute of contention on one object.
+pub(crate) const RACE_RETRIES: usize = 1_200;
+
+/// The pause before attempt `attempt` (counted from 0) of a read-modify-write that lost a
+/// race: none for the first two, then a few jittered milliseconds growing to 50, so writers
+/// racing on one hot object take turns instead of colliding in lock step.
+pub(crate) async fn after_race(attempt: usize) {
+    if attempt < 2 {
+        return;
+    }
+    let ceiling = (1u64 << (attempt - 2).min(6)).min(50);
+    let pause = rand::random_range(ceiling / 2..=ceiling);
+    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+}

@@ -46,9 +46,6 @@ impl PatchType {
     }
 }
 
-/// How many times a patch is re-applied when the object changes underneath it.
-const RETRIES: usize = 8;
-
 fn json_patch_error(error: JsonPatchError) -> ApiError {
     let reason = match error {
         JsonPatchError::Malformed(_) => Reason::BadRequest,
@@ -93,6 +90,19 @@ pub fn apply_to(resource: &ResourceDef, patch_type: PatchType, current: &Value, 
     }
 }
 
+/// Whether a patch body sets `metadata.resourceVersion` (a merge or strategic patch naming it,
+/// or a JSON patch adding or replacing it).
+fn pins_resource_version(patch_type: PatchType, body: &[u8]) -> bool {
+    let Ok(parsed) = serde_json::from_slice::<Value>(body) else { return false };
+    match patch_type {
+        PatchType::Merge | PatchType::Strategic => parsed.pointer("/metadata/resourceVersion").is_some_and(|v| !v.is_null()),
+        PatchType::Json => parsed.as_array().is_some_and(|ops| {
+            ops.iter().any(|op| op.get("path").and_then(Value::as_str) == Some("/metadata/resourceVersion") && matches!(op.get("op").and_then(Value::as_str), Some("add" | "replace")))
+        }),
+        PatchType::Apply => false,
+    }
+}
+
 /// PATCH an object (or one of its subresources).
 pub async fn patch(
     state: &AppState,
@@ -106,7 +116,8 @@ pub async fn patch(
     }
     let ObjectTarget { resource, name, .. } = *target;
     let key = target.key();
-    for _ in 0..RETRIES {
+    for attempt in 0..super::RACE_RETRIES {
+        super::after_race(attempt).await;
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
             return Err(ApiError::not_found(&resource.group, &resource.plural, name));
         };
@@ -119,8 +130,9 @@ pub async fn patch(
         if !patched.is_object() {
             return Err(ApiError::bad_request("the patched object is not a JSON object"));
         }
-        // A resourceVersion in the patched object is a precondition.
-        let pinned = objects::meta_str(&patched, "resourceVersion").map(String::from);
+        // A resourceVersion the patch itself sets is a precondition; the one the object
+        // already carried is not (a patch without one applies to whatever is current).
+        let pinned = pins_resource_version(patch_type, body).then(|| objects::meta_str(&patched, "resourceVersion").map(String::from)).flatten();
         if let Some(rv) = &pinned
             && *rv != kv.mod_revision.to_string()
         {

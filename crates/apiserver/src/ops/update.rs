@@ -14,9 +14,6 @@ use crate::registry::ResourceDef;
 use crate::state::{AppState, parse_revision, store_error};
 use crate::status::{ApiError, Cause};
 
-/// How many times an internal read-modify-write retries when the object moves underneath it.
-const MODIFY_RETRIES: usize = 16;
-
 /// The outcome of one compare-and-swap attempt.
 pub(super) enum Commit {
     /// Stored (or, for a dry run, checked).
@@ -195,7 +192,8 @@ pub async fn modify<F>(state: &AppState, target: &ObjectTarget<'_>, options: &Wr
 where
     F: FnMut(&mut Value) -> bool,
 {
-    for _ in 0..MODIFY_RETRIES {
+    for attempt in 0..super::RACE_RETRIES {
+        super::after_race(attempt).await;
         let Some(kv) = state.store.get(&target.key()).await.map_err(store_error)?.kv else { return Ok(None) };
         let old = objects::from_store(&kv)?;
         let mut new = old.clone();
