@@ -5,6 +5,11 @@
 //! (kinds are defined at runtime), report "kind not served" as a state of its own instead of an
 //! error to retry blindly, and be woken the moment a CRD appears so a kind that comes back is
 //! watched again at once.
+//!
+//! Objects are kept without `metadata.managedFields` (no controller reads them, and they are
+//! often the largest part of an object), and CRDs without their versions' schemas (the
+//! runtime watches CRDs only to learn that kinds come and go): a control plane with a
+//! thousand CRDs keeps a few MiB of them here rather than tens.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
@@ -162,12 +167,27 @@ impl Informer {
         }
     }
 
+    /// What is kept of an object: all but its managed fields (and a CRD's schemas).
+    fn slim(&self, mut object: Value) -> Value {
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            metadata.remove("managedFields");
+        }
+        if self.gvk.group == "apiextensions.k8s.io" && self.gvk.kind == "CustomResourceDefinition" {
+            for version in object.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(version) = version.as_object_mut() {
+                    version.remove("schema");
+                }
+            }
+        }
+        object
+    }
+
     /// Replaces everything in memory with a fresh list, telling subscribers what changed.
     fn replace(&self, items: Vec<Value>) {
         let mut fresh: HashMap<ObjectKey, Arc<Value>> = HashMap::with_capacity(items.len());
         for item in items {
             if let Some(key) = ObjectKey::of(&item) {
-                fresh.insert(key, Arc::new(item));
+                fresh.insert(key, Arc::new(self.slim(item)));
             }
         }
         let old = std::mem::replace(&mut *self.write(), fresh.clone());
@@ -186,7 +206,7 @@ impl Informer {
 
     fn apply(&self, object: Value) {
         let Some(key) = ObjectKey::of(&object) else { return };
-        let new = Arc::new(object);
+        let new = Arc::new(self.slim(object));
         let old = self.write().insert(key, new.clone());
         self.dispatch(&WatchEvent::Applied { old, new });
     }
@@ -318,4 +338,35 @@ async fn wait(kinds_changed: &Notify, backoff: &mut Duration) {
         () = tokio::time::sleep(crate::queue::jitter(*backoff)) => {}
     }
     *backoff = (*backoff * 2).min(MAX_BACKOFF);
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn informers_keep_objects_without_managed_fields_and_crds_without_schemas() {
+        let managed = json!([{"manager": "kubectl", "operation": "Apply", "fieldsV1": {"f:spec": {}}}]);
+        let crds = Informer::new(Gvk::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition"));
+        let crd = json!({
+            "metadata": {"name": "things.example.org", "managedFields": managed, "ownerReferences": [{"uid": "u"}]},
+            "spec": {"group": "example.org", "versions": [{"name": "v1", "served": true, "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established", "status": "True"}]}
+        });
+        let kept = crds.slim(crd);
+        assert_eq!(
+            kept,
+            json!({
+                "metadata": {"name": "things.example.org", "ownerReferences": [{"uid": "u"}]},
+                "spec": {"group": "example.org", "versions": [{"name": "v1", "served": true}]},
+                "status": {"conditions": [{"type": "Established", "status": "True"}]}
+            })
+        );
+        // Other kinds keep their spec whole, schema-like fields included.
+        let widgets = Informer::new(Gvk::new("example.org", "v1", "Widget"));
+        let widget = json!({"metadata": {"name": "w", "managedFields": managed}, "spec": {"versions": [{"schema": 1}]}});
+        assert_eq!(widgets.slim(widget), json!({"metadata": {"name": "w"}, "spec": {"versions": [{"schema": 1}]}}));
+    }
 }
