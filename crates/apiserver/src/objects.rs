@@ -85,9 +85,9 @@ pub fn partial_metadata(object: &Value) -> Value {
 }
 
 /// A list turned into a `PartialObjectMetadataList`.
-pub fn metadata_list(mut list: Value) -> Value {
-    let items: Vec<Value> = list["items"].as_array().map(|items| items.iter().map(partial_metadata).collect()).unwrap_or_default();
-    json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": list["metadata"].take(), "items": items})
+pub fn metadata_list<'a>(items: impl IntoIterator<Item = &'a Value>, metadata: Value) -> Value {
+    let items: Vec<Value> = items.into_iter().map(partial_metadata).collect();
+    json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "items": items})
 }
 
 #[cfg(test)]

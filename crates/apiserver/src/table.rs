@@ -207,8 +207,8 @@ pub fn row(resource: &ResourceDef, object: &Value, include: IncludeObject) -> Va
 }
 
 /// A Table of `objects`, with list metadata (resourceVersion, continue).
-pub fn table(resource: &ResourceDef, objects: &[Value], metadata: Value, include: IncludeObject, with_columns: bool) -> Value {
-    let rows: Vec<Value> = objects.iter().map(|o| row(resource, o, include)).collect();
+pub fn table<'a>(resource: &ResourceDef, objects: impl IntoIterator<Item = &'a Value>, metadata: Value, include: IncludeObject, with_columns: bool) -> Value {
+    let rows: Vec<Value> = objects.into_iter().map(|o| row(resource, o, include)).collect();
     let mut table = json!({"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": metadata, "rows": rows});
     if with_columns {
         table["columnDefinitions"] = Value::Array(column_definitions(resource));

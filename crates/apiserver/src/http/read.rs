@@ -5,9 +5,12 @@
 
 use std::sync::Arc;
 
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use oxplane_store::{RangeRequest, Revision};
+use serde::ser::{Serialize, SerializeStruct, Serializer};
 use serde_json::{Value, json};
 
 use super::AppState;
@@ -49,14 +52,74 @@ fn decode_continue(token: &str) -> Result<(Revision, String), ApiError> {
     Ok((revision.parse().map_err(|_| invalid())?, key.to_string()))
 }
 
-/// A list: the selected objects, the revision they are at, and a continue token if limited.
+/// A list as read: the selected objects as the client sees them (shared with the watch cache
+/// when that is how they are stored, so a large list copies nothing), the revision they are at,
+/// and a continue token if it was limited.
+pub struct Listed {
+    kind: String,
+    api_version: String,
+    revision: Revision,
+    continue_token: Option<String>,
+    items: Vec<Arc<Value>>,
+}
+
+impl Listed {
+    /// The listed objects.
+    pub fn objects(&self) -> impl Iterator<Item = &Value> {
+        self.items.iter().map(|item| &**item)
+    }
+
+    /// The list's `metadata`: its resourceVersion and continue token.
+    pub fn metadata(&self) -> Value {
+        let mut metadata = json!({"resourceVersion": self.revision.to_string()});
+        if let Some(token) = &self.continue_token {
+            metadata["continue"] = json!(token);
+        }
+        metadata
+    }
+
+    /// The list as a JSON response, serialized straight from the shared objects into a buffer
+    /// sized for them.
+    pub fn into_response(self) -> Response {
+        // Stored objects are about this size each on the wire; a close guess saves the buffer
+        // from growing (and copying) a dozen times on a large list.
+        const TYPICAL_OBJECT_BYTES: usize = 1_536;
+        let mut body = Vec::with_capacity(256 + self.items.len() * TYPICAL_OBJECT_BYTES);
+        match serde_json::to_writer(&mut body, &self) {
+            Ok(()) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+            Err(error) => ApiError::internal(format!("cannot encode the list: {error}")).into_response(),
+        }
+    }
+}
+
+impl Serialize for Listed {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut list = serializer.serialize_struct("List", 4)?;
+        list.serialize_field("apiVersion", &self.api_version)?;
+        list.serialize_field("items", &ListItems(&self.items))?;
+        list.serialize_field("kind", &self.kind)?;
+        list.serialize_field("metadata", &self.metadata())?;
+        list.end()
+    }
+}
+
+/// The items of a list, serialized as a JSON array of the shared objects.
+struct ListItems<'a>(&'a [Arc<Value>]);
+
+impl Serialize for ListItems<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(|item| &**item))
+    }
+}
+
+/// Lists the objects under `prefix` that `selection` picks.
 pub async fn list(
     state: &AppState,
     resource: &Arc<ResourceDef>,
     prefix: &str,
     selection: &Selection,
     query: &Query,
-) -> Result<Value, ApiError> {
+) -> Result<Listed, ApiError> {
     let (candidates, revision, after) = match &query.continue_token {
         None => {
             ensure_fresh(state, query.resource_version.as_deref()).await?;
@@ -84,9 +147,15 @@ pub async fn list(
         if after.as_deref().is_some_and(|after| key.as_str() <= after) {
             continue;
         }
-        // Selectors see the object as the client does (events.k8s.io field names, say).
-        let mut object = (*stored).clone();
-        crate::convert::present(resource, &mut object);
+        // Selectors see the object as the client does (events.k8s.io field names, say); an
+        // object the client sees as stored is shared, not copied.
+        let object = if crate::convert::needs_conversion(resource, &stored) {
+            let mut object = (*stored).clone();
+            crate::convert::present(resource, &mut object);
+            Arc::new(object)
+        } else {
+            stored
+        };
         if !selection.matches(&object) {
             continue;
         }
@@ -97,16 +166,7 @@ pub async fn list(
         last_key = key;
         items.push(object);
     }
-    let mut metadata = json!({"resourceVersion": revision.to_string()});
-    if let Some(token) = continue_token {
-        metadata["continue"] = json!(token);
-    }
-    Ok(json!({
-        "kind": format!("{}List", resource.kind),
-        "apiVersion": resource.api_version(),
-        "metadata": metadata,
-        "items": items,
-    }))
+    Ok(Listed { kind: format!("{}List", resource.kind), api_version: resource.api_version(), revision, continue_token, items })
 }
 
 /// The objects under `prefix` at a past revision, read from the store.

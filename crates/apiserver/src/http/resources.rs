@@ -311,12 +311,9 @@ async fn dispatch_to(
             }
             let list = read::list(state, r, &prefix, &selection, &query).await?;
             match (output, table) {
-                (Output::Table, Some(include)) => {
-                    let items = list["items"].as_array().cloned().unwrap_or_default();
-                    Ok(table_response(crate::table::table(r, &items, list["metadata"].clone(), include, true)))
-                }
-                (Output::Metadata, _) => Ok(Json(crate::objects::metadata_list(list)).into_response()),
-                _ => Ok(Json(list).into_response()),
+                (Output::Table, Some(include)) => Ok(table_response(crate::table::table(r, list.objects(), list.metadata(), include, true))),
+                (Output::Metadata, _) => Ok(Json(crate::objects::metadata_list(list.objects(), list.metadata())).into_response()),
+                _ => Ok(list.into_response()),
             }
         }
         (Method::GET, Some(name)) if target.subresource.as_deref() == Some("scale") => {
@@ -342,7 +339,7 @@ async fn dispatch_to(
                 Output::Table => {
                     let include = IncludeObject::parse(query.include_object.as_deref()).map_err(ApiError::bad_request)?;
                     let metadata = serde_json::json!({"resourceVersion": object["metadata"]["resourceVersion"]});
-                    Ok(table_response(crate::table::table(r, &[object], metadata, include, true)))
+                    Ok(table_response(crate::table::table(r, [&object], metadata, include, true)))
                 }
                 Output::Metadata => Ok(Json(crate::objects::partial_metadata(&object)).into_response()),
                 Output::Plain => Ok(Json(object).into_response()),

@@ -130,7 +130,7 @@ fn payload(event: &CacheEvent, object: &Arc<serde_json::Value>, rendering: &mut 
         return Bytes::from(object.to_string());
     };
     let metadata = json!({"resourceVersion": event.revision.to_string()});
-    let table = crate::table::table(rendering.resource, &[(**object).clone()], metadata, include, rendering.first);
+    let table = crate::table::table(rendering.resource, [&**object], metadata, include, rendering.first);
     rendering.first = false;
     Bytes::from(table.to_string())
 }
