@@ -29,8 +29,8 @@ use serde_json::{Map, Value};
 
 use super::patch_and_transform::ENVIRONMENT_KEY;
 use super::selection::{
-    respond,
-    InputError, Mode, RawPolicy, RawRef, RawSelector, Resolution, SelectError, Selector, SelectorDialect, SourceType,
+    How, raw_input, respond,
+    InputError, Mode, RawPolicy, RawRef, RawSelector, Resolution, SelectError, SelectorDialect, SourceType,
     answered, environment_object, fetched, incoming_environment, merge_maps, objects, observed_composite, parse_path,
     parse_ref_name, parse_resolution, parse_selector, parse_source_type, resolve_labels, select_multiple,
     set_context_key,
@@ -99,19 +99,9 @@ struct Source {
     to_field_path: Option<FieldPath>,
 }
 
-#[derive(Clone, Debug)]
-enum How {
-    Reference(String),
-    Selector(Selector),
-}
-
 /// The input, checked; `None` when there are no `environmentConfigs` (nothing to do).
 fn parse_input(input: Option<&Value>) -> Result<Option<Input>, String> {
-    let raw: RawInput = match input {
-        None | Some(Value::Null) => return Ok(None),
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|e| format!("cannot get Function input from *v1.RunFunctionRequest: {e}"))?,
-    };
+    let Some(raw) = raw_input::<RawInput>(input)? else { return Ok(None) };
     let Some(entries) = raw.spec.environment_configs else { return Ok(None) };
     let resolution = parse_resolution(raw.spec.policy.as_ref(), "spec.policy").map_err(|e| e.to_string())?;
     let dialect = SelectorDialect { with_mode: true, environment_labels: true };

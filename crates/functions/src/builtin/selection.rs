@@ -584,3 +584,20 @@ pub(super) fn respond<I>(
     }
     rsp
 }
+
+/// How a source picks its objects: one by name, or those a label selector matches.
+#[derive(Clone, Debug)]
+pub(super) enum How {
+    /// `type: Reference`, `ref.name`.
+    Reference(String),
+    /// `type: Selector`.
+    Selector(Selector),
+}
+
+/// The function's input as written, or `None` when the step has none.
+pub(super) fn raw_input<T: serde::de::DeserializeOwned>(input: Option<&Value>) -> Result<Option<T>, String> {
+    match input {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|e| format!("cannot get Function input from *v1.RunFunctionRequest: {e}")),
+    }
+}
