@@ -23,29 +23,8 @@ use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::managed::connection;
 use oxplane_runtime::object;
 use serde_json::{Value, json};
-use support::{Plane, compositions, condition, config_maps, is_true};
+use support::{Plane, XAPP_XRD as XRD, compositions, condition, config_maps, is_true};
 
-const XRD: &str = r#"
-apiVersion: apiextensions.crossplane.io/v2
-kind: CompositeResourceDefinition
-metadata:
-  name: xapps.example.org
-spec:
-  group: example.org
-  names: {kind: XApp, plural: xapps}
-  versions:
-  - name: v1
-    served: true
-    referenceable: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              color: {type: string}
-"#;
 
 const CONTROLLER: &str = "composite/xapps.example.org";
 

@@ -11,6 +11,29 @@ use oxplane_runtime::Runtime;
 use oxplane_runtime::kinds::Kind;
 use serde_json::Value;
 
+/// A v2 XRD of namespaced `XApp`s (`example.org/v1`) with a `spec.color` string.
+pub const XAPP_XRD: &str = r#"
+apiVersion: apiextensions.crossplane.io/v2
+kind: CompositeResourceDefinition
+metadata:
+  name: xapps.example.org
+spec:
+  group: example.org
+  names: {kind: XApp, plural: xapps}
+  versions:
+  - name: v1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+"#;
+
 /// A server with the core on it.
 pub struct Plane {
     pub server: RunningServer,
