@@ -181,10 +181,11 @@ async fn the_shortest_ttl_brings_the_xr_back_without_a_watch_event() {
 
     // The control: with auto-ready's TTL at one hour the XR stays idle, and the Secret's next
     // change is not picked up.
+    // The revision is read before the change: the XR may move to the new one at once.
+    let revision = plane.runtime.kube.get(&xapps(), Some("default"), "ttl").await.unwrap().unwrap()["spec"]["crossplane"]["compositionRevisionRef"].clone();
     let mut composition = plane.runtime.kube.get(&compositions(), None, "echo").await.unwrap().unwrap();
     composition["spec"]["pipeline"][1]["input"]["ttl"] = json!("1h");
     plane.runtime.kube.replace(&compositions(), &composition).await.unwrap();
-    let revision = plane.runtime.kube.get(&xapps(), Some("default"), "ttl").await.unwrap().unwrap()["spec"]["crossplane"]["compositionRevisionRef"].clone();
     plane.wait_object(&xapps(), Some("default"), "ttl", "the XR on the new revision", |x| x["spec"]["crossplane"]["compositionRevisionRef"] != revision).await;
     // Let the last TTL reconcile scheduled under the old revision (2 s) pass: wait for 3 s without a reconcile.
     let mut quiet = plane.reconciles(CONTROLLER);
