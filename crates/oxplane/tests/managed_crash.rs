@@ -290,8 +290,6 @@ fn a_cloud_without_lookup_fails_closed_and_recovers_when_told() {
     let mut harness = Harness::start(Some(fault::AFTER_EXTERNAL_CREATE));
     harness.cloud.set_lookup(false);
     harness.config(false, false);
-    harness.create("blind", &["*"]);
-    harness.create("dropped", &["Observe", "Create", "Update", "Delete"]);
     let closed = |name: &'static str| {
         move |h: &Harness| {
             h.get(name).is_some_and(|t| {
@@ -299,9 +297,13 @@ fn a_cloud_without_lookup_fails_closed_and_recovers_when_told() {
             })
         }
     };
-    // "blind" dies after the cloud created its thing; "dropped" loses the create's response.
+    // Each dies after the cloud created its thing. One at a time: the kill of one must not
+    // land while the other's create is still on its way (that one would fail closed too, as
+    // it should, but with nothing created that the test could hand back).
+    harness.create("blind", &["*"]);
     harness.eventually_restarting("the killed create to fail closed", Duration::from_secs(120), closed("blind"));
-    harness.eventually_restarting("the lost create to fail closed", Duration::from_secs(120), closed("dropped"));
+    harness.create("dropped", &["Observe", "Create", "Update", "Delete"]);
+    harness.eventually_restarting("the second killed create to fail closed", Duration::from_secs(120), closed("dropped"));
     let _ = &harness;
     // Closed stays closed across a restart: no second create.
     harness.server.kill_and_restart();
