@@ -49,6 +49,15 @@ pub fn kinds() -> [(Kind, &'static str); 3] {
     ]
 }
 
+/// Every Usage of the three kinds, with its kind.
+pub async fn list_all(kube: &Kube) -> Result<Vec<(Kind, Value)>, oxplane_runtime::client::ApiError> {
+    let mut all = Vec::new();
+    for (kind, _) in kinds() {
+        all.extend(kube.list(&kind, None, None).await?.into_iter().map(|usage| (kind.clone(), usage)));
+    }
+    Ok(all)
+}
+
 /// Whether a Usage's `of` names `used` (after selectors were resolved into `resourceRef`).
 /// Kinds match by group and kind: the used object may be read at another version.
 pub fn uses(usage: &Value, used: &Value) -> bool {
@@ -328,11 +337,7 @@ impl UsageReconciler {
         if let Some((of_kind, used)) = &used {
             let key = ObjectKey::of(used).unwrap_or_else(|| ObjectKey::new(None, ""));
             // Another Usage may still protect it.
-            let mut others = 0;
-            for (kind, _) in kinds() {
-                let items = kube.list(&kind, None, None).await?;
-                others += items.iter().filter(|u| object::uid(u) != object::uid(usage) && protects(u, used)).count();
-            }
+            let others = list_all(kube).await?.iter().filter(|(_, u)| object::uid(u) != object::uid(usage) && protects(u, used)).count();
             if others == 0 && object::label(used, LABEL_IN_USE).is_some() {
                 match kube.merge_patch(of_kind, key.namespace.as_deref(), &key.name, &json!({"metadata": {"labels": {LABEL_IN_USE: null}}})).await {
                     Ok(_) => {}

@@ -116,6 +116,9 @@ pub async fn patch(
     }
     let ObjectTarget { resource, name, .. } = *target;
     let key = target.key();
+    // A resourceVersion the patch itself sets is a precondition; the one the object already
+    // carried is not (a patch without one applies to whatever is current).
+    let pins = pins_resource_version(patch_type, body);
     for attempt in 0..super::RACE_RETRIES {
         super::after_race(attempt).await;
         let Some(kv) = state.store.get(&key).await.map_err(store_error)?.kv else {
@@ -130,9 +133,7 @@ pub async fn patch(
         if !patched.is_object() {
             return Err(ApiError::bad_request("the patched object is not a JSON object"));
         }
-        // A resourceVersion the patch itself sets is a precondition; the one the object
-        // already carried is not (a patch without one applies to whatever is current).
-        let pinned = pins_resource_version(patch_type, body).then(|| objects::meta_str(&patched, "resourceVersion").map(String::from)).flatten();
+        let pinned = pins.then(|| objects::meta_str(&patched, "resourceVersion").map(String::from)).flatten();
         if let Some(rv) = &pinned
             && *rv != kv.mod_revision.to_string()
         {

@@ -113,6 +113,13 @@ pub struct Outcome {
     pub required: Vec<ResourceSelector>,
 }
 
+impl Outcome {
+    /// The kinds the steps required.
+    pub fn required_kinds(&self) -> impl Iterator<Item = Gvk> + '_ {
+        self.required.iter().map(|s| Gvk::from_api_version(&s.api_version, &s.kind))
+    }
+}
+
 /// Runs the steps over the observed state.
 pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step], observed: State) -> Result<Outcome, String> {
     let mut outcome = Outcome::default();

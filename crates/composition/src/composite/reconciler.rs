@@ -72,6 +72,17 @@ pub fn why_not_gone(composed: &Value) -> String {
     if finalizers.is_empty() { "being deleted".to_string() } else { format!("finalizers: {}", finalizers.join(", ")) }
 }
 
+/// The Usage that still protects a composed resource whose deletion it refused: `Kind/name`,
+/// with the namespace of a namespaced Usage.
+fn refusing_usage(usages: &[(Kind, Value)], composed: &Value) -> Option<String> {
+    let (kind, usage) = usages.iter().find(|(_, u)| crate::usage::uses(u, composed))?;
+    let name = object::name(usage).unwrap_or_default();
+    Some(match object::namespace(usage) {
+        Some(namespace) => format!("{}/{name} in namespace {namespace}", kind.gvk.kind),
+        None => format!("{}/{name}", kind.gvk.kind),
+    })
+}
+
 /// Changes to the composite's machinery and labels made while selecting, written in one patch.
 #[derive(Default)]
 struct Staged {
@@ -210,6 +221,8 @@ impl XrReconciler {
     async fn blockers(&self, xr: &Value, refs: &[Value]) -> Vec<String> {
         let uid = object::uid(xr).unwrap_or_default();
         let mut blockers = Vec::new();
+        // Usages are listed once, and only if a composed resource had its deletion refused.
+        let mut usages: Option<Vec<(Kind, Value)>> = None;
         for reference in refs {
             let (Some(api_version), Some(kind), Some(name)) = (
                 reference.get("apiVersion").and_then(Value::as_str),
@@ -224,7 +237,11 @@ impl XrReconciler {
             if object::controller_uid(&composed) != Some(uid) {
                 continue;
             }
-            let why = match self.refusing_usage(&composed).await {
+            let refused = !object::is_deleting(&composed) && object::annotation(&composed, crate::usage::ANNOTATION_DELETION_ATTEMPT).is_some();
+            if refused && usages.is_none() {
+                usages = Some(crate::usage::list_all(&self.runtime.kube).await.unwrap_or_default());
+            }
+            let why = match refused.then(|| refusing_usage(usages.as_deref().unwrap_or_default(), &composed)).flatten() {
                 Some(usage) => format!("its deletion is blocked by {usage}"),
                 None => why_not_gone(&composed),
             };
@@ -232,25 +249,6 @@ impl XrReconciler {
         }
         blockers.sort();
         blockers
-    }
-
-    /// The Usage that refused the deletion of a composed resource (`Kind/name`, with the
-    /// namespace of a namespaced Usage), if one did and still protects it.
-    async fn refusing_usage(&self, composed: &Value) -> Option<String> {
-        if object::is_deleting(composed) || object::annotation(composed, crate::usage::ANNOTATION_DELETION_ATTEMPT).is_none() {
-            return None;
-        }
-        for (kind, _) in crate::usage::kinds() {
-            let Ok(usages) = self.runtime.kube.list(&kind, None, None).await else { continue };
-            if let Some(usage) = usages.iter().find(|u| crate::usage::uses(u, composed)) {
-                let name = object::name(usage).unwrap_or_default();
-                return Some(match object::namespace(usage) {
-                    Some(namespace) => format!("{}/{name} in namespace {namespace}", kind.gvk.kind),
-                    None => format!("{}/{name}", kind.gvk.kind),
-                });
-            }
-        }
-        None
     }
 
     async fn compose(&self, xr: &mut Value) -> Result<Action, Failure> {
@@ -360,7 +358,7 @@ impl XrReconciler {
         if let Some(fatal) = &outcome.fatal {
             if let Some(key) = ObjectKey::of(xr) {
                 self.dependencies.require(&key, outcome.required.clone());
-                self.dependencies.extend(&key, outcome.required.iter().map(|s| Gvk::from_api_version(&s.api_version, &s.kind)).collect());
+                self.dependencies.extend(&key, outcome.required_kinds().collect());
             }
             self.mark_undetermined(xr, &outcome);
             return Err(Failure::new("ComposeResources", format!("cannot compose resources: {fatal}")));
@@ -399,7 +397,7 @@ impl XrReconciler {
         self.write_refs(xr, desired_refs.iter().cloned().chain(undesired_refs).collect()).await?;
         // Watches of every kind it composes or requires exist before anything is applied.
         let mut kinds: BTreeSet<Gvk> = rendered.iter().map(|(one, _)| one.kind.gvk.clone()).collect();
-        kinds.extend(outcome.required.iter().map(|s| Gvk::from_api_version(&s.api_version, &s.kind)));
+        kinds.extend(outcome.required_kinds());
         kinds.extend(undesired.iter().map(|(kind, _)| kind.gvk.clone()));
         if let Some(key) = ObjectKey::of(xr) {
             self.dependencies.require(&key, outcome.required.clone());
