@@ -2,9 +2,8 @@
 //! its mutation on create is stored, its refusals of an update and a delete reach the client as
 //! the hook's own `Status`, and a refused write stores nothing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

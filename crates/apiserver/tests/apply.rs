@@ -2,9 +2,8 @@
 //! managers and `force`, removal of fields a manager stops applying, list-map merging from a
 //! CRD schema, and `Update` ownership for other writes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams, PostParams};

@@ -1,9 +1,8 @@
 //! A kube-rs `Controller` with the finalizer helper: adding the finalizer is a JSON patch whose
 //! `test` of a missing `/metadata/finalizers` must compare equal to null, as in the Go library.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -1,9 +1,8 @@
 //! CustomResourceDefinitions become served kinds at once, in every served version, and stay
 //! served across restarts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, PostParams};

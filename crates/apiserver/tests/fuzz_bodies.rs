@@ -2,9 +2,8 @@
 //! must answer every one with a `Status` (never a 5xx, never a hang), and what it stored must
 //! still be consistent: every object listable, decodable and named.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use http::{Method, Request};
 use http_body_util::BodyExt;

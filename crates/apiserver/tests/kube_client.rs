@@ -1,8 +1,7 @@
 //! kube-rs against the server: typed and dynamic APIs, optimistic concurrency, and a watcher.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,9 +2,8 @@
 //! collector follows owner references (background, foreground, orphan), namespaces and CRDs
 //! delete their content before they go.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -2,9 +2,8 @@
 //! bad input stores nothing. Raw HTTP through kube-rs's client, so bodies and headers are
 //! exactly what the test says.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use futures::StreamExt;
 use http::{Method, Request};

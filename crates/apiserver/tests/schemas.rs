@@ -1,9 +1,8 @@
 //! Custom resources are defaulted, pruned and validated against their CRD's schema, and
 //! `fieldValidation` decides what unknown or duplicate fields cost.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use http::{Method, Request};
 use http_body_util::BodyExt;

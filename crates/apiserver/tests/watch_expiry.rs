@@ -2,9 +2,8 @@
 //! expect: HTTP 200 and one ERROR event with a 410 `Expired` Status; kube-rs's watcher then
 //! relists and carries on.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,9 +3,8 @@
 //! carry the cache's revision so a watcher of a quiet kind resumes after writes to other kinds
 //! pushed its last event out of the watch cache's window.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

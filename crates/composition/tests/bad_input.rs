@@ -4,9 +4,8 @@
 //! Crossplane's reason and message, and a Warning event `ComposeResources` — and deletes
 //! nothing it had composed; restoring the good Composition brings it back to Ready.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;

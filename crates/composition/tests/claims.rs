@@ -3,9 +3,8 @@
 //! the keys the Composition publishes; deleting it in the foreground shows `Deleting` at once
 //! and names the composed resource that holds the deletion, until it lets go.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;

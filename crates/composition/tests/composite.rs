@@ -4,9 +4,8 @@
 //! and owned as Crossplane does it, kept in sync in real time, garbage-collected when no
 //! longer desired — for v2 namespaced XRs and for legacy `mode: Resources` compositions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;

@@ -5,9 +5,8 @@
 //! the composed resource at once (it is watched as a required resource), and a config that
 //! cannot be found says so on the composite.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

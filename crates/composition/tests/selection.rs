@@ -5,9 +5,8 @@
 //! is changed while `Automatic` follows the newest; a Composition changed back to an earlier
 //! spec renumbers that revision as the newest instead of making another.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;

@@ -2,9 +2,8 @@
 //! was, or its CRD went) says so while it lives, and is let go at once when deleted, instead of
 //! waiting forever for something that cannot exist.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;

@@ -9,9 +9,8 @@
 //! watches a credentials Secret, so a change to the Secret reaching that ConfigMap proves a
 //! reconcile that no watch event caused.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

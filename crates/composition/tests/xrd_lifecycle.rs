@@ -4,9 +4,8 @@
 //! an XR of another, both Ready, the outer one's deletion taking the inner one and what it
 //! composed with it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;

@@ -1,6 +1,5 @@
 //! The binary's command line, run as a user would.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
 

@@ -5,9 +5,8 @@
 //! Crossplane's names, labels, annotation and owner reference, and `kubectl wait` sees the XR
 //! Ready.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -3,9 +3,8 @@
 //! its connection secret, and when deleted shows `Deleting` at once — the claim, its composite
 //! and the composed resources — naming what holds the deletion until it lets go.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -2,9 +2,8 @@
 //! foreground deletion of a deep owner tree (five levels, fan-out ten: 11,111 objects), start
 //! it again, and the tree finishes deleting with nothing orphaned.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

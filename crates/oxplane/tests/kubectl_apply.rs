@@ -1,9 +1,8 @@
 //! The real `kubectl` writing with server-side apply (twice, conflicting, forced), migrating
 //! from client-side apply, and sending protobuf bodies (`kubectl create configmap|secret|...`).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use support::Server;
 

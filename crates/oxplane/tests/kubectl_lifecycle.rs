@@ -1,9 +1,8 @@
 //! The real `kubectl` deleting things: cascades (foreground, background, orphan) through owner
 //! references, finalizers holding objects, `delete --wait`, `wait --for=delete`, namespaces.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -1,9 +1,8 @@
 //! The real `kubectl` against `oxplane up`: CRDs and custom resources, Table output with
 //! printer columns, patches of every type, selectors, chunked lists, watches and waits.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 use std::time::Duration;

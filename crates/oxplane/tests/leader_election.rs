@@ -2,9 +2,8 @@
 //! Lease (it takes leases with server-side apply and relies on 409 conflicts); exactly one
 //! leads, and when it is killed the other takes over.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -60,7 +59,7 @@ impl Drop for Elector {
 
 fn spawn(server: &Server, identity: &str, states: mpsc::Sender<(String, bool)>) -> Elector {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["elector_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["leader_election::elector_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(KUBECONFIG_VAR, server.kubeconfig())
         .env(IDENTITY_VAR, identity)
         .stdout(Stdio::piped())

@@ -13,9 +13,8 @@
 //! recovers once told the identifier; names taken from the resource recover on their own;
 //! Observe-only never creates, across restarts.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

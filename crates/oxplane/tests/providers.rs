@@ -3,9 +3,8 @@
 //! uninstalling waits, saying why, while managed resources exist, then removes the CRDs and
 //! stops the watches without an error logged. An unknown package says which ones exist.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,9 +1,8 @@
 //! The official Kubernetes Python client against `oxplane up`: the script in
 //! `tests/python/client_check.py`, run with the virtualenv that `scripts/test` installs.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

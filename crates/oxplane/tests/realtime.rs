@@ -3,9 +3,8 @@
 //! the real binary with the real kubectl. Watches are re-asserted every 2 s and idle ones
 //! kept 1 s (T_gc = 2 s); "within T_react" is 10 s; nothing relies on polling.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,7 @@
 //! End-to-end: start the real `oxplane up` and drive it with the real `kubectl`.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

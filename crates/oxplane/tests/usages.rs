@@ -4,9 +4,8 @@
 //! any Usage still wants it; deleting the claim deletes the using resource before the used
 //! one; a standalone Usage protects until it is deleted.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

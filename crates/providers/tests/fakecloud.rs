@@ -4,9 +4,8 @@
 //! settled by lookup, or fails closed when the cloud cannot look things up; deletes, orphans,
 //! ProviderConfig usage.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

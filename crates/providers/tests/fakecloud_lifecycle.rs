@@ -5,9 +5,8 @@
 //! annotation), a create the cloud refuses (`external-create-failed`, then one create once it
 //! accepts), and ClusterProviderConfig / cluster-scoped ProviderConfig usage tracking.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -8,9 +8,8 @@
 //! external thing (is it created?) and, for rows that cannot create, one adopting a thing made
 //! in the cloud beforehand (so drift, late initialization and deletion are seen for them too).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

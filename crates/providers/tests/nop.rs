@@ -1,9 +1,8 @@
 //! provider-nop against a real in-process API server: the managed-resource reconciler makes a
 //! NopResource Ready on schedule, names it, publishes its connection details, and lets it go.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod support;
+use crate::support;
 
 use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;

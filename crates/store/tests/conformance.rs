@@ -1,6 +1,5 @@
 //! The conformance suite, run against every backend.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod memory {
     oxplane_store::conformance_suite!(oxplane_store::memory::MemoryStore::default());

@@ -5,7 +5,6 @@
 //!
 //! The child is this same test binary, re-run with only the ignored `crash_child` test.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
@@ -108,7 +107,7 @@ async fn join_all(tasks: Vec<tokio::task::JoinHandle<()>>) {
 /// Runs the child until it has acknowledged some writes plus a random while, then SIGKILLs it.
 fn run_and_kill(dir: &Path, rng: &mut impl Rng) -> Vec<Ack> {
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["crash::crash_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(DIR_VAR, dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())

@@ -5,7 +5,6 @@
 //! up. It needs the rights to create a mount namespace (root, as in CI, or unprivileged user
 //! namespaces).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::process::Command;
@@ -79,7 +78,7 @@ fn full_disk_child() {
 fn a_full_disk_fails_writes_and_loses_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let exe = std::env::current_exe().unwrap();
-    let script = r#"mount -t tmpfs -o size=4m oxplane-full-disk "$1" && exec "$2" full_disk_child --exact --ignored --nocapture"#;
+    let script = r#"mount -t tmpfs -o size=4m oxplane-full-disk "$1" && exec "$2" full_disk::full_disk_child --exact --ignored --nocapture"#;
     // As root a plain mount namespace suffices; otherwise map ourselves to root in a user one.
     let as_root = running_as_root();
     let mut command = Command::new("unshare");

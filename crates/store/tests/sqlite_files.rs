@@ -2,7 +2,6 @@
 //! refusing foreign or damaged files untouched, compaction freeing rows, and the file being
 //! readable with the `sqlite3` tool.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::Path;
 use std::time::Duration;

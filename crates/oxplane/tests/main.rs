@@ -1,0 +1,20 @@
+//! End-to-end tests: each module starts the real `oxplane` binary and drives it with the real
+//! `kubectl`, kube-rs or the Python client. One test binary, so the suite links once.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+mod cli;
+mod composition;
+mod deletion;
+mod gc_crash;
+mod kubectl_apply;
+mod kubectl_lifecycle;
+mod kubectl_resources;
+mod leader_election;
+mod managed_crash;
+mod providers;
+mod python_client;
+mod realtime;
+mod up;
+mod usages;
