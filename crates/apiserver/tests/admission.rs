@@ -2,7 +2,6 @@
 //! its mutation on create is stored, its refusals of an update and a delete reach the client as
 //! the hook's own `Status`, and a refused write stores nothing.
 
-
 use crate::support;
 
 use std::sync::{Arc, Mutex};

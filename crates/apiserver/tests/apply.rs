@@ -2,7 +2,6 @@
 //! managers and `force`, removal of fields a manager stops applying, list-map merging from a
 //! CRD schema, and `Update` ownership for other writes.
 
-
 use crate::support;
 
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -1,7 +1,6 @@
 //! A kube-rs `Controller` with the finalizer helper: adding the finalizer is a JSON patch whose
 //! `test` of a missing `/metadata/finalizers` must compare equal to null, as in the Go library.
 
-
 use crate::support;
 
 use std::collections::BTreeSet;

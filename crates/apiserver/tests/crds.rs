@@ -1,7 +1,6 @@
 //! CustomResourceDefinitions become served kinds at once, in every served version, and stay
 //! served across restarts.
 
-
 use crate::support;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

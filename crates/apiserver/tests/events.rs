@@ -1,7 +1,6 @@
 //! Events are one storage with two views: kube-rs's Recorder writes `events.k8s.io/v1`, and
 //! `kubectl describe` reads them back through core `v1` with involvedObject field selectors.
 
-
 use crate::support;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Event as CoreEvent};

@@ -2,7 +2,6 @@
 //! must answer every one with a `Status` (never a 5xx, never a hang), and what it stored must
 //! still be consistent: every object listable, decodable and named.
 
-
 use crate::support;
 
 use http::{Method, Request};

@@ -1,7 +1,6 @@
 //! The in-process client: a kube-rs `Client` over [`Server::local_service`] reads, writes and
 //! watches exactly as one that dials the server over HTTPS, with no token of its own.
 
-
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};

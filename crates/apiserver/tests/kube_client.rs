@@ -1,6 +1,5 @@
 //! kube-rs against the server: typed and dynamic APIs, optimistic concurrency, and a watcher.
 
-
 use crate::support;
 
 use std::collections::BTreeMap;

@@ -2,7 +2,6 @@
 //! collector follows owner references (background, foreground, orphan), namespaces and CRDs
 //! delete their content before they go.
 
-
 use crate::support;
 
 use std::time::Duration;

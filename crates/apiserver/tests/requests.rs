@@ -2,7 +2,6 @@
 //! bad input stores nothing. Raw HTTP through kube-rs's client, so bodies and headers are
 //! exactly what the test says.
 
-
 use crate::support;
 
 use futures::StreamExt;

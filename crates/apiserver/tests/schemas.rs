@@ -1,7 +1,6 @@
 //! Custom resources are defaulted, pruned and validated against their CRD's schema, and
 //! `fieldValidation` decides what unknown or duplicate fields cost.
 
-
 use crate::support;
 
 use http::{Method, Request};

@@ -2,7 +2,6 @@
 //! expect: HTTP 200 and one ERROR event with a 410 `Expired` Status; kube-rs's watcher then
 //! relists and carries on.
 
-
 use crate::support;
 
 use std::time::Duration;

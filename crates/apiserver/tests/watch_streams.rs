@@ -3,7 +3,6 @@
 //! carry the cache's revision so a watcher of a quiet kind resumes after writes to other kinds
 //! pushed its last event out of the watch cache's window.
 
-
 use crate::support;
 
 use std::collections::BTreeSet;

@@ -4,7 +4,6 @@
 //! Crossplane's reason and message, and a Warning event `ComposeResources` — and deletes
 //! nothing it had composed; restoring the good Composition brings it back to Ready.
 
-
 use crate::support;
 
 use oxplane_runtime::kinds::Kind;

@@ -3,7 +3,6 @@
 //! the keys the Composition publishes; deleting it in the foreground shows `Deleting` at once
 //! and names the composed resource that holds the deletion, until it lets go.
 
-
 use crate::support;
 
 use oxplane_runtime::conditions;

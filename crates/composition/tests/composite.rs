@@ -4,7 +4,6 @@
 //! and owned as Crossplane does it, kept in sync in real time, garbage-collected when no
 //! longer desired — for v2 namespaced XRs and for legacy `mode: Resources` compositions.
 
-
 use crate::support;
 
 use oxplane_runtime::conditions;

@@ -3,7 +3,6 @@
 //! users already write for XRDs, Compositions, EnvironmentConfigs, Usages and packages is
 //! accepted, defaulted, kept or rejected (with Crossplane's messages) as Crossplane does.
 
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 

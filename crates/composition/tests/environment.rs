@@ -5,7 +5,6 @@
 //! the composed resource at once (it is watched as a required resource), and a config that
 //! cannot be found says so on the composite.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};

@@ -5,7 +5,6 @@
 //! is changed while `Automatic` follows the newest; a Composition changed back to an earlier
 //! spec renumbers that revision as the newest instead of making another.
 
-
 use crate::support;
 
 use oxplane_runtime::kinds::Kind;

@@ -2,7 +2,6 @@
 //! was, or its CRD went) says so while it lives, and is let go at once when deleted, instead of
 //! waiting forever for something that cannot exist.
 
-
 use crate::support;
 
 use oxplane_runtime::conditions;

@@ -9,7 +9,6 @@
 //! watches a credentials Secret, so a change to the Secret reaching that ConfigMap proves a
 //! reconcile that no watch event caused.
 
-
 use crate::support;
 
 use std::collections::BTreeMap;

@@ -4,7 +4,6 @@
 //! an XR of another, both Ready, the outer one's deletion taking the inner one and what it
 //! composed with it.
 
-
 use crate::support;
 
 use oxplane_runtime::kinds::Kind;

@@ -1,6 +1,5 @@
 //! The binary's command line, run as a user would.
 
-
 use std::process::Command;
 
 fn oxplane() -> Command {

@@ -5,7 +5,6 @@
 //! Crossplane's names, labels, annotation and owner reference, and `kubectl wait` sees the XR
 //! Ready.
 
-
 use crate::support;
 
 use std::path::Path;

@@ -3,7 +3,6 @@
 //! its connection secret, and when deleted shows `Deleting` at once — the claim, its composite
 //! and the composed resources — naming what holds the deletion until it lets go.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};

@@ -2,7 +2,6 @@
 //! foreground deletion of a deep owner tree (five levels, fan-out ten: 11,111 objects), start
 //! it again, and the tree finishes deleting with nothing orphaned.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};

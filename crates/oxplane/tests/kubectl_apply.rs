@@ -1,7 +1,6 @@
 //! The real `kubectl` writing with server-side apply (twice, conflicting, forced), migrating
 //! from client-side apply, and sending protobuf bodies (`kubectl create configmap|secret|...`).
 
-
 use crate::support;
 
 use support::Server;

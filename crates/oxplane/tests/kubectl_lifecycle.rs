@@ -1,7 +1,6 @@
 //! The real `kubectl` deleting things: cascades (foreground, background, orphan) through owner
 //! references, finalizers holding objects, `delete --wait`, `wait --for=delete`, namespaces.
 
-
 use crate::support;
 
 use std::time::Duration;

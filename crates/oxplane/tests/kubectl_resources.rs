@@ -1,7 +1,6 @@
 //! The real `kubectl` against `oxplane up`: CRDs and custom resources, Table output with
 //! printer columns, patches of every type, selectors, chunked lists, watches and waits.
 
-
 use crate::support;
 
 use std::process::Stdio;

@@ -2,7 +2,6 @@
 //! Lease (it takes leases with server-side apply and relies on 409 conflicts); exactly one
 //! leads, and when it is killed the other takes over.
 
-
 use crate::support;
 
 use std::io::{BufRead, BufReader};

@@ -13,7 +13,6 @@
 //! recovers once told the identifier; names taken from the resource recover on their own;
 //! Observe-only never creates, across restarts.
 
-
 use crate::support;
 
 use std::path::Path;

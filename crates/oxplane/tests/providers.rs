@@ -3,7 +3,6 @@
 //! uninstalling waits, saying why, while managed resources exist, then removes the CRDs and
 //! stops the watches without an error logged. An unknown package says which ones exist.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};

@@ -1,7 +1,6 @@
 //! The official Kubernetes Python client against `oxplane up`: the script in
 //! `tests/python/client_check.py`, run with the virtualenv that `scripts/test` installs.
 
-
 use crate::support;
 
 use std::path::PathBuf;

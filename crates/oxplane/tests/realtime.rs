@@ -3,7 +3,6 @@
 //! the real binary with the real kubectl. Watches are re-asserted every 2 s and idle ones
 //! kept 1 s (T_gc = 2 s); "within T_react" is 10 s; nothing relies on polling.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};
@@ -178,6 +177,36 @@ fn watches(server: &Server) -> Vec<(String, String)> {
         }
     }
     out
+}
+
+/// Requests about a kind so far, as the server counts them: LIST and WATCH of its resource,
+/// discovery of its group-version (what a client still waiting for the kind would send), and
+/// the watch streams open on it now.
+#[derive(Debug, PartialEq)]
+struct Traffic {
+    lists_and_watches: f64,
+    discovery: f64,
+    open_watches: f64,
+}
+
+fn traffic(server: &Server, group: &str, resource: &str) -> Traffic {
+    let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+    let in_group = format!("group=\"{group}\"");
+    let sum = |prefix: &str, keep: &dyn Fn(&str) -> bool| -> f64 {
+        metrics
+            .lines()
+            .filter(|l| l.starts_with(prefix) && l.contains(&in_group) && keep(l))
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap())
+            .sum()
+    };
+    let of_resource = format!("resource=\"{resource}\"");
+    Traffic {
+        lists_and_watches: sum("oxplane_apiserver_resource_requests_total{", &|l| {
+            l.contains(&of_resource) && (l.contains("verb=\"LIST\"") || l.contains("verb=\"WATCH\""))
+        }),
+        discovery: sum("oxplane_apiserver_resource_requests_total{", &|l| l.contains("resource=\"\"")),
+        open_watches: sum("oxplane_apiserver_resource_watchers{", &|l| l.contains(&of_resource)),
+    }
 }
 
 fn assert_no_bad_logs(server: &Server) {
@@ -418,6 +447,24 @@ fn ws01_ws02_provider_and_xrd_teardown_in_either_order_is_clean() {
             teardown("provider");
         }
         std::thread::sleep(Duration::from_secs(5));
+        // From here on nothing lists or watches the gone kinds, not even when another CRD
+        // comes and goes (which wakes informers that wait for a kind to be served).
+        let nop = || traffic(&server, "nop.crossplane.io", "nopresources");
+        let xparents = || traffic(&server, "example.org", "xparents");
+        let (nop_before, xparents_before) = (nop(), xparents());
+        assert!(nop_before.lists_and_watches > 0.0 && xparents_before.lists_and_watches > 0.0, "{nop_before:?} {xparents_before:?}");
+        assert!(nop_before.open_watches == 0.0 && xparents_before.open_watches == 0.0, "{nop_before:?} {xparents_before:?}");
+        establish(&server, "XUnrelated", "xunrelateds", &configmap_composition("xunrelateds", "XUnrelated"));
+        server.kubectl(&["delete", "xrd", "xunrelateds.example.org", "--timeout=30s"]);
+        std::thread::sleep(T_GC * 2 + Duration::from_secs(1));
+        assert_eq!(nop(), nop_before, "requests about NopResources after their teardown");
+        // The unrelated XRD shares example.org's discovery; XParents' own traffic must not move.
+        let xparents_after = xparents();
+        assert_eq!(
+            (xparents_after.lists_and_watches, xparents_after.open_watches),
+            (xparents_before.lists_and_watches, 0.0),
+            "requests about XParents after their teardown"
+        );
         // Nothing watches the gone kinds; no controller of the XRD runs; nothing went wrong.
         let live = watches(&server);
         assert!(!live.iter().any(|(_, k)| k.contains("nop.crossplane.io") || k.contains("example.org")), "{live:?}");

@@ -1,6 +1,5 @@
 //! End-to-end: start the real `oxplane up` and drive it with the real `kubectl`.
 
-
 use crate::support;
 
 use std::process::{Command, Stdio};
@@ -81,6 +80,12 @@ fn metrics_are_prometheus_text_with_request_counts() {
     assert!(metrics.contains("oxplane_apiserver_requests_total{method=\"GET\",code=\"200\"}"), "{metrics}");
     // The core's own controllers watch from the start.
     assert!(metrics.contains("# TYPE oxplane_apiserver_watchers gauge\noxplane_apiserver_watchers "), "{metrics}");
+    assert!(metrics.contains("oxplane_apiserver_resource_watchers{group=\"pkg.crossplane.io\",resource=\"providers\"} "), "{metrics}");
+    // kubectl's list of namespaces, by verb and resource as kube-apiserver labels it.
+    assert!(
+        metrics.contains("oxplane_apiserver_resource_requests_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"namespaces\",subresource=\"\",code=\"200\"} "),
+        "{metrics}"
+    );
     assert!(metrics.contains("oxplane_watches{controller=\"packages/provider.pkg.crossplane.io\",kind=\"pkg.crossplane.io/v1, Kind=Provider\"} 1"), "{metrics}");
     for line in metrics.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
         let value = line.rsplit(' ').next().unwrap();

@@ -4,7 +4,6 @@
 //! any Usage still wants it; deleting the claim deletes the using resource before the used
 //! one; a standalone Usage protects until it is deleted.
 
-
 use crate::support;
 
 use std::time::{Duration, Instant};

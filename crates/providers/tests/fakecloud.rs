@@ -4,7 +4,6 @@
 //! settled by lookup, or fails closed when the cloud cannot look things up; deletes, orphans,
 //! ProviderConfig usage.
 
-
 use crate::support;
 
 use std::time::Duration;

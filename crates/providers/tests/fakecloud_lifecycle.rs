@@ -5,7 +5,6 @@
 //! annotation), a create the cloud refuses (`external-create-failed`, then one create once it
 //! accepts), and ClusterProviderConfig / cluster-scoped ProviderConfig usage tracking.
 
-
 use crate::support;
 
 use std::time::Duration;

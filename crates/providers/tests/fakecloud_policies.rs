@@ -8,7 +8,6 @@
 //! external thing (is it created?) and, for rows that cannot create, one adopting a thing made
 //! in the cloud beforehand (so drift, late initialization and deletion are seen for them too).
 
-
 use crate::support;
 
 use std::time::Duration;

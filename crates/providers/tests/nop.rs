@@ -1,7 +1,6 @@
 //! provider-nop against a real in-process API server: the managed-resource reconciler makes a
 //! NopResource Ready on schedule, names it, publishes its connection details, and lets it go.
 
-
 use crate::support;
 
 use oxplane_runtime::conditions;

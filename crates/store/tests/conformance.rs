@@ -1,6 +1,5 @@
 //! The conformance suite, run against every backend.
 
-
 mod memory {
     oxplane_store::conformance_suite!(oxplane_store::memory::MemoryStore::default());
 }

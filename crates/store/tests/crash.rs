@@ -5,7 +5,6 @@
 //!
 //! The child is this same test binary, re-run with only the ignored `crash_child` test.
 
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;

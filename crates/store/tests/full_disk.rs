@@ -5,7 +5,6 @@
 //! up. It needs the rights to create a mount namespace (root, as in CI, or unprivileged user
 //! namespaces).
 
-
 use std::path::Path;
 use std::process::Command;
 

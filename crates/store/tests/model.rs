@@ -1,7 +1,6 @@
 //! Model-based property tests: random operation sequences run against each backend and against
 //! a plain in-memory model of the semantics; every read, revision and watch event must agree.
 
-
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

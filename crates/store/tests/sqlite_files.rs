@@ -2,7 +2,6 @@
 //! refusing foreign or damaged files untouched, compaction freeing rows, and the file being
 //! readable with the `sqlite3` tool.
 
-
 use std::path::Path;
 use std::time::Duration;
 

@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::AppState;
+use super::metrics::RequestInfo;
 use crate::registry::ResourceDef;
 use crate::status::ApiError;
 
@@ -130,15 +131,20 @@ pub(super) async fn group(State(state): State<Arc<AppState>>, Path(group): Path<
     Ok(Json(body))
 }
 
-pub(super) async fn core_resources(State(state): State<Arc<AppState>>, Path(version): Path<String>) -> Result<Json<Value>, ApiError> {
-    resource_list(&state, "", &version)
+pub(super) async fn core_resources(State(state): State<Arc<AppState>>, Path(version): Path<String>) -> Response {
+    counted(resource_list(&state, "", &version), "", &version)
 }
 
-pub(super) async fn group_resources(
-    State(state): State<Arc<AppState>>,
-    Path((group, version)): Path<(String, String)>,
-) -> Result<Json<Value>, ApiError> {
-    resource_list(&state, &group, &version)
+pub(super) async fn group_resources(State(state): State<Arc<AppState>>, Path((group, version)): Path<(String, String)>) -> Response {
+    counted(resource_list(&state, &group, &version), &group, &version)
+}
+
+/// A group-version's discovery answer, counted with the resource requests (resource "") so
+/// that a client still asking about a group that is gone shows in the metrics.
+fn counted(answer: Result<Json<Value>, ApiError>, group: &str, version: &str) -> Response {
+    let mut response = answer.into_response();
+    response.extensions_mut().insert(RequestInfo::discovery(group, version));
+    response
 }
 
 fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Json<Value>, ApiError> {

@@ -61,12 +61,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .with_state(state)
 }
 
-/// Counts every API request by method and code.
+/// Counts every API request by method and code, and object requests by verb and resource.
 async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let method = request.method().to_string();
     let started = std::time::Instant::now();
     let response = next.run(request).await;
-    state.metrics.record(&method, response.status().as_u16(), started.elapsed());
+    let code = response.status().as_u16();
+    state.metrics.record(&method, code, started.elapsed());
+    if let Some(info) = response.extensions().get::<metrics::RequestInfo>() {
+        state.metrics.record_resource(info, code);
+    }
     response
 }
 

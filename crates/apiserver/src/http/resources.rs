@@ -15,6 +15,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
 
+use super::metrics::RequestInfo;
 use super::query::Query;
 use super::select::Selection;
 use super::watch::{self, WatchRequest};
@@ -55,7 +56,11 @@ pub(super) async fn grouped(
 }
 
 async fn handle(state: &AppState, request: Request, group: &str, version: &str, rest: &str) -> Response {
-    dispatch(state, request, group, version, rest).await.unwrap_or_else(IntoResponse::into_response)
+    let info = RequestInfo::parse(&request.method, group, version, rest, request.raw_query.as_deref());
+    let mut response = dispatch(state, request, group, version, rest).await.unwrap_or_else(IntoResponse::into_response);
+    // Read by the counting middleware, for the per-resource request metric.
+    response.extensions_mut().insert(info);
+    response
 }
 
 /// The request body, or the Status for a body that could not be read (413 past the limit).

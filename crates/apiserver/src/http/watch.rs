@@ -52,11 +52,11 @@ pub struct WatchRequest {
 
 /// Starts streaming; the response is always 200 once the request is valid. `watchers` counts
 /// the open streams.
-pub fn stream(cache: &Arc<WatchCache>, registry: &Arc<Registry>, request: WatchRequest, watchers: &Arc<std::sync::atomic::AtomicI64>) -> Response {
+pub fn stream(cache: &Arc<WatchCache>, registry: &Arc<Registry>, request: WatchRequest, watchers: &Arc<super::metrics::WatchGauge>) -> Response {
     let (tx, mut rx) = mpsc::channel::<Bytes>(256);
     match cache.watch(&request.prefix, request.after) {
         Ok(watch) => {
-            let guard = super::metrics::WatchGuard::open(watchers);
+            let guard = watchers.open(&request.resource.group, &request.resource.plural);
             let registry = registry.clone();
             tokio::spawn(async move {
                 run(request, watch, tx, registry).await;
