@@ -9,7 +9,8 @@
 //! resource is Ready with the thing's identifier as its external name, and its spec (with
 //! `initProvider`) is as applied but for what LateInitialize may fill.
 //!
-//! Variants: a cloud that cannot look things up by tag fails closed after a lost create and
+//! Variants: namespaced resources (the v2 `.m.` group) killed twice each keep the guarantee;
+//! a cloud that cannot look things up by tag fails closed after a lost create and
 //! recovers once told the identifier; names taken from the resource recover on their own;
 //! Observe-only never creates, across restarts.
 
@@ -40,12 +41,11 @@ const CREATE_SETS: [&[&str]; 9] = [
     &["Observe", "Create"],
 ];
 
-fn thing_kind() -> Kind {
-    Kind::new("fakecloud.oxplane.io", "v1alpha1", "FakeThing", "fakethings", false)
-}
+/// Cluster-scoped resources, or namespaced ones (the v2 `.m.` group) in this namespace.
+const NAMESPACE: &str = "default";
 
-fn config_kind() -> Kind {
-    Kind::new("fakecloud.oxplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", false)
+fn group(namespaced: bool) -> &'static str {
+    if namespaced { "fakecloud.m.oxplane.io" } else { "fakecloud.oxplane.io" }
 }
 
 /// The process, the cloud, and a runtime for talking to both.
@@ -54,6 +54,8 @@ struct Harness {
     cloud: FakeCloud,
     server: Server,
     state: tempfile::TempDir,
+    /// FakeThings and their ProviderConfig are namespaced (in [`NAMESPACE`]).
+    namespaced: bool,
 }
 
 impl Harness {
@@ -69,9 +71,26 @@ impl Harness {
             server.env_always(fault::FAULT_STATE_DIR, state.path().to_str().unwrap());
         }
         server.spawn();
-        let harness = Harness { rt, cloud, server, state };
+        let harness = Harness { rt, cloud, server, state, namespaced: false };
         harness.wait_provider();
         harness
+    }
+
+    fn thing_kind(&self) -> Kind {
+        Kind::new(group(self.namespaced), "v1alpha1", "FakeThing", "fakethings", self.namespaced)
+    }
+
+    fn config_kind(&self) -> Kind {
+        Kind::new(group(self.namespaced), "v1alpha1", "ProviderConfig", "providerconfigs", self.namespaced)
+    }
+
+    /// The `metadata` of a new object called `name`.
+    fn metadata(&self, name: &str) -> Value {
+        if self.namespaced { json!({"name": name, "namespace": NAMESPACE}) } else { json!({"name": name}) }
+    }
+
+    fn namespace(&self) -> Option<&'static str> {
+        self.namespaced.then_some(NAMESPACE)
     }
 
     fn kube(&self) -> Kube {
@@ -89,22 +108,25 @@ impl Harness {
 
     fn config(&self, lookup: bool, deterministic: bool) {
         let config = json!({
-            "apiVersion": "fakecloud.oxplane.io/v1alpha1", "kind": "ProviderConfig",
-            "metadata": {"name": "default"},
+            "apiVersion": format!("{}/v1alpha1", group(self.namespaced)), "kind": "ProviderConfig",
+            "metadata": self.metadata("default"),
             "spec": {"endpoint": self.cloud.endpoint(), "lookup": lookup, "deterministicNames": deterministic}
         });
-        self.rt.block_on(self.kube().create(&config_kind(), &config)).unwrap();
+        self.rt.block_on(self.kube().create(&self.config_kind(), &config)).unwrap();
     }
 
     fn create(&mut self, name: &str, policies: &[&str]) {
-        let thing = json!({
-            "apiVersion": "fakecloud.oxplane.io/v1alpha1", "kind": "FakeThing",
-            "metadata": {"name": name},
+        let mut thing = json!({
+            "apiVersion": format!("{}/v1alpha1", group(self.namespaced)), "kind": "FakeThing",
+            "metadata": self.metadata(name),
             "spec": {"forProvider": for_provider(), "initProvider": init_provider(), "managementPolicies": policies}
         });
+        if self.namespaced {
+            thing["spec"]["providerConfigRef"] = json!({"kind": "ProviderConfig", "name": "default"});
+        }
         // The process may die under us: retry on a fresh connection until the create lands.
         self.eventually_restarting("the create to be accepted", Duration::from_secs(60), |h| {
-            match h.rt.block_on(h.kube().create(&thing_kind(), &thing)) {
+            match h.rt.block_on(h.kube().create(&h.thing_kind(), &thing)) {
                 Ok(_) => true,
                 Err(error) => error.is_already_exists(),
             }
@@ -113,7 +135,7 @@ impl Harness {
 
     fn get(&self, name: &str) -> Option<Value> {
         let client = self.rt.block_on(async { tokio::time::timeout(Duration::from_secs(5), self.server.client()).await }).ok()?;
-        self.rt.block_on(Kube::new(client).get(&thing_kind(), None, name)).ok().flatten()
+        self.rt.block_on(Kube::new(client).get(&self.thing_kind(), self.namespace(), name)).ok().flatten()
     }
 
     /// Polls `check`, restarting the process whenever it died, until `check` holds.
@@ -199,12 +221,18 @@ fn crash_at(point: &str, one_at_a_time: bool) {
     crash_at_each(&[point], one_at_a_time, &CREATE_SETS);
 }
 
+/// [`crash_at_each`] for cluster-scoped resources.
+fn crash_at_each(points: &[&str], one_at_a_time: bool, sets: &[&[&str]]) {
+    crash_at_each_scoped(false, points, one_at_a_time, sets);
+}
+
 /// Kills the process at each of `points` once for each resource, one resource per set. With
 /// `one_at_a_time`, each resource is created once the previous one is Ready, so no other
 /// resource's death can carry it past a point (needed for points after the external create,
 /// which a resource whose create was interrupted earlier settles by lookup instead of passing).
-fn crash_at_each(points: &[&str], one_at_a_time: bool, sets: &[&[&str]]) {
+fn crash_at_each_scoped(namespaced: bool, points: &[&str], one_at_a_time: bool, sets: &[&[&str]]) {
     let mut harness = Harness::start(Some(&points.join(",")));
+    harness.namespaced = namespaced;
     harness.config(true, false);
     let names: Vec<String> = (0..sets.len()).map(|i| format!("t{i}")).collect();
     for (name, set) in names.iter().zip(sets) {
@@ -284,6 +312,13 @@ fn killed_before_the_answer_was_read_and_again_before_ready_is_written() {
 }
 
 #[test]
+fn namespaced_resources_are_created_once_across_two_kills() {
+    // The v2 `.m.` kind with a namespaced ProviderConfig: killed with a committed create
+    // nobody heard of, then again as the recovered resource is about to be Ready.
+    crash_at_each_scoped(true, &[fault::CREATE_RESPONSE_UNREAD, fault::BEFORE_READY_WRITE], true, &DOUBLE_CRASH_SETS);
+}
+
+#[test]
 fn a_cloud_without_lookup_fails_closed_and_recovers_when_told() {
     let mut harness = Harness::start(Some(fault::AFTER_EXTERNAL_CREATE));
     harness.cloud.set_lookup(false);
@@ -314,7 +349,7 @@ fn a_cloud_without_lookup_fails_closed_and_recovers_when_told() {
         // A person tells it the identifier; it is adopted without another create.
         let id = harness.cloud.things_of(&uid)[0]["id"].as_str().unwrap().to_string();
         let patch = json!({"metadata": {"annotations": {"crossplane.io/external-name": id}}});
-        harness.rt.block_on(harness.kube().merge_patch(&thing_kind(), None, name, &patch)).unwrap();
+        harness.rt.block_on(harness.kube().merge_patch(&harness.thing_kind(), None, name, &patch)).unwrap();
     }
     harness.eventually_restarting("both to be adopted", Duration::from_secs(60), |h| {
         ["blind", "dropped"].iter().all(|n| h.get(n).is_some_and(|t| ready_and_synced(&t)))
