@@ -55,6 +55,8 @@ pub struct CoreOptions {
     pub install: Vec<String>,
     /// How often XR controllers rebuild their watches from the composites' references.
     pub reassert: Duration,
+    /// Each composite's watch circuit breaker.
+    pub circuit: oxplane_runtime::circuit::CircuitConfig,
 }
 
 /// The running core.
@@ -85,7 +87,7 @@ impl Core {
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
             runtime,
             functions.clone(),
-            crate::xrd::controller::XrdSettings { reassert: options.reassert },
+            crate::xrd::controller::XrdSettings { reassert: options.reassert, circuit: options.circuit },
         );
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),

@@ -49,6 +49,19 @@ pub enum Command {
         /// compose from the composites' stored references.
         #[arg(long, value_name = "SECONDS", default_value_t = 30)]
         watch_reassert_interval: u64,
+        /// Watch events a composite resource may receive in a burst before its circuit
+        /// breaker opens (`Responsive=False`).
+        #[arg(long, value_name = "EVENTS", default_value_t = 100.0)]
+        circuit_breaker_burst: f64,
+        /// Watch events per second a composite resource may receive, sustained.
+        #[arg(long, value_name = "PER_SECOND", default_value_t = 1.0)]
+        circuit_breaker_refill_rate: f64,
+        /// How long an open circuit stays open.
+        #[arg(long, value_name = "SECONDS", default_value_t = 300)]
+        circuit_breaker_cooldown: u64,
+        /// While a circuit is open, how often the composite is woken for the events held back.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
+        circuit_breaker_probe_interval: u64,
     },
     /// Measure oxplane's performance and print the figures.
     Bench {
@@ -70,13 +83,32 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             providers,
             watch_grace_period,
             watch_reassert_interval,
+            circuit_breaker_burst,
+            circuit_breaker_refill_rate,
+            circuit_breaker_cooldown,
+            circuit_breaker_probe_interval,
         } => {
+            anyhow::ensure!(
+                circuit_breaker_burst.is_finite() && circuit_breaker_burst >= 1.0,
+                "--circuit-breaker-burst must be a number of at least 1 (got {circuit_breaker_burst})"
+            );
+            anyhow::ensure!(
+                circuit_breaker_refill_rate.is_finite() && circuit_breaker_refill_rate > 0.0,
+                "--circuit-breaker-refill-rate must be a positive number of events per second (got {circuit_breaker_refill_rate})"
+            );
+            let circuit = oxplane_runtime::circuit::CircuitConfig {
+                burst: circuit_breaker_burst,
+                refill_per_second: circuit_breaker_refill_rate,
+                cooldown: std::time::Duration::from_secs(circuit_breaker_cooldown),
+                probe_interval: std::time::Duration::from_secs(circuit_breaker_probe_interval.max(1)),
+            };
             let mut config = oxplane_apiserver::server::ServerConfig::new(self::data_dir(data_dir)?, listen);
             config.watch_cache_window = watch_cache_window;
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
+                circuit,
             })
         }
         Command::Bench { which } => bench::run(which),

@@ -18,6 +18,8 @@ pub struct UpOptions {
     pub watch_grace: Duration,
     /// How often XR controllers re-assert their watches.
     pub reassert: Duration,
+    /// Each composite's watch circuit breaker.
+    pub circuit: oxplane_runtime::circuit::CircuitConfig,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -47,6 +49,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
                 functions: oxplane_functions::builtin::builtin_names().into_iter().filter_map(|name| Some((name, oxplane_functions::builtin::builtin(name)?))).collect(),
                 install: options.providers,
                 reassert: options.reassert,
+                circuit: options.circuit,
             },
         )
         .await

@@ -26,6 +26,23 @@ fn an_unknown_subcommand_is_a_clear_error() {
 }
 
 #[test]
+fn bad_circuit_breaker_settings_are_refused_by_name_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    for (flag, value, says) in [
+        ("--circuit-breaker-burst", "0", "--circuit-breaker-burst must be a number of at least 1 (got 0)"),
+        ("--circuit-breaker-refill-rate", "0", "--circuit-breaker-refill-rate must be a positive number of events per second (got 0)"),
+        ("--circuit-breaker-burst", "many", "invalid value 'many' for '--circuit-breaker-burst <EVENTS>'"),
+    ] {
+        let out = oxplane().args(["up", "--listen", "127.0.0.1:0", "--data-dir"]).arg(&data).args([flag, value]).output().unwrap();
+        assert!(!out.status.success(), "{flag} {value}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!data.exists(), "nothing was created for {flag} {value}");
+    }
+}
+
+#[test]
 fn bench_store_prints_one_json_object_with_the_named_figures() {
     let dir = tempfile::tempdir().unwrap();
     let out = oxplane()

@@ -141,16 +141,17 @@ fn xr(kind: &str, name: &str, label: &str) -> String {
 
 /// The binary with provider-nop and the built-in functions installed.
 fn start() -> Server {
-    let server = Server::start_with(&["--provider", "provider-nop", "--watch-reassert-interval", "2", "--watch-grace-period", "1"]);
+    start_with(&[])
+}
+
+fn start_with(extra: &[&str]) -> Server {
+    let mut args = vec!["--provider", "provider-nop", "--watch-reassert-interval", "2", "--watch-grace-period", "1"];
+    args.extend_from_slice(extra);
+    let server = Server::start_with(&args);
     server.kubectl_stdin(&["apply", "-f", "-"], FUNCTIONS);
     server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-auto-ready", "function/function-patch-and-transform", "--timeout=60s"]);
     server
 }
-
-
-
-
-
 
 fn establish(server: &Server, kind: &str, plural: &str, composition_yaml: &str) {
     server.apply(&xrd(kind, plural));
@@ -547,4 +548,62 @@ fn ws07_stopping_an_xrd_controller_is_total_and_bounded() {
     });
     let events = server.kubectl(&["get", "events", "-A", "--field-selector", "type=Warning", "-o", "name"]);
     assert!(events.trim().is_empty(), "{events}");
+}
+
+/// The watch circuit breaker: a fight over a composed resource (someone keeps changing a field
+/// the composite owns, the composite keeps putting it back) opens the composite's circuit, which
+/// it reports as `Responsive=False/WatchCircuitOpen` naming the resource. While open, a change
+/// is still seen: it wakes the composite at the next probe instead of being dropped. Once the
+/// cooldown passes, the circuit closes and says so with no event needed.
+#[test]
+fn a_fight_over_a_composed_resource_opens_the_circuit_without_losing_the_last_change() {
+    let server = start_with(&[
+        "--circuit-breaker-burst",
+        "15",
+        "--circuit-breaker-refill-rate",
+        "0.5",
+        "--circuit-breaker-cooldown",
+        "20",
+        "--circuit-breaker-probe-interval",
+        "2",
+    ]);
+    establish(&server, "XParent", "xparents", &composition("xparents", "XParent", None));
+    server.apply(&xr("XParent", "p1", "a"));
+    within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
+    let p1 = server.get(&["xparent", "p1"]).unwrap();
+    assert_eq!(condition(&p1, "Responsive").unwrap()["reason"], "WatchCircuitClosed");
+    let nop = composed_by(&server, p1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
+    let drift = |value: &str| {
+        let patch = format!(r#"{{"spec":{{"forProvider":{{"fields":{{"label":"{value}"}}}}}}}}"#);
+        server.kubectl(&["patch", "nopresource", &nop, "--type=merge", "-p", &patch]);
+    };
+    let label = || server.get(&["nopresource", &nop]).unwrap()["spec"]["forProvider"]["fields"]["label"].as_str().unwrap().to_string();
+
+    for round in 0..30 {
+        drift(&format!("fight-{round}"));
+    }
+    let message = format!("Too many watch events from NopResource/{nop}. Allowing events periodically.");
+    within(T_REACT, "p1 to report the open circuit", || {
+        server.get(&["xparent", "p1"]).is_some_and(|p| {
+            condition(&p, "Responsive").is_some_and(|c| c["status"] == "False" && c["reason"] == "WatchCircuitOpen" && c["message"] == message.as_str())
+        })
+    });
+    let metrics = server.kubectl(&["get", "--raw", "/metrics"]);
+    assert!(metrics.contains("oxplane_circuit_breaker_opens_total{controller=\"composite/xparents.example.org\"} "), "{metrics}");
+    assert!(metrics.contains("oxplane_circuit_breaker_events_total{controller=\"composite/xparents.example.org\",result=\"dropped\"} "), "{metrics}");
+
+    // One more change while the circuit is open, and nothing after it: it is put back at the
+    // next probe all the same.
+    drift("the-last-word");
+    within(T_REACT, "the last drift reverted while the circuit is open", || label() == "a");
+    let p1 = server.get(&["xparent", "p1"]).unwrap();
+    assert_eq!(condition(&p1, "Responsive").unwrap()["reason"], "WatchCircuitOpen", "still open when the drift was reverted");
+
+    // The cooldown passes with no further event, and the composite says its circuit closed.
+    within(Duration::from_secs(20) + T_REACT, "the circuit to close", || {
+        server.get(&["xparent", "p1"]).is_some_and(|p| condition(&p, "Responsive").is_some_and(|c| c["status"] == "True" && c["reason"] == "WatchCircuitClosed"))
+    });
+    assert!(ready(&server, "xparent", "p1"));
+    drift("after");
+    within(T_REACT, "drift reverted at once with the circuit closed", || label() == "a");
 }

@@ -6,6 +6,7 @@
 //! - [`watches`]: shared informers with counted subscriptions and local, I/O-free teardown.
 //! - [`queue`], [`controller`]: deduplicating work queues with per-key backoff; controllers
 //!   that own their watches and stop locally.
+//! - [`circuit`]: a per-object watch circuit breaker whose held-back events are never lost.
 //! - [`conditions`], [`events`], [`object`]: Crossplane's conditions, events on objects,
 //!   metadata helpers.
 //! - [`managed`]: the managed-resource reconciler (management policies, critical annotations,
@@ -16,6 +17,7 @@
 //! Nothing here knows which API server it talks to: in `oxplane up` the client runs
 //! in-process on the embedded server; against a real cluster it dials it.
 
+pub mod circuit;
 pub mod client;
 pub mod conditions;
 pub mod controller;

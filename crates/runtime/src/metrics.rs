@@ -16,6 +16,10 @@ struct Counters {
     reconciles: BTreeMap<(String, &'static str), u64>,
     seconds: BTreeMap<String, f64>,
     queues: BTreeMap<String, Weak<WorkQueue<ObjectKey>>>,
+    /// Watch circuit breakers: events by controller and result, openings and closings.
+    circuit_events: BTreeMap<(String, &'static str), u64>,
+    circuit_opens: BTreeMap<String, u64>,
+    circuit_closes: BTreeMap<String, u64>,
 }
 
 /// The runtime's metrics.
@@ -45,6 +49,22 @@ impl Metrics {
         let mut counters = self.lock();
         *counters.reconciles.entry((controller.to_string(), result)).or_insert(0) += 1;
         *counters.seconds.entry(controller.to_string()).or_insert(0.0) += took.as_secs_f64();
+    }
+
+    /// Counts one watch event through a controller's circuit breaker (`allowed`, `dropped`,
+    /// `halfopen_allowed`).
+    pub fn circuit_event(&self, controller: &str, result: &'static str) {
+        *self.lock().circuit_events.entry((controller.to_string(), result)).or_insert(0) += 1;
+    }
+
+    /// Counts a circuit that opened.
+    pub fn circuit_opened(&self, controller: &str) {
+        *self.lock().circuit_opens.entry(controller.to_string()).or_insert(0) += 1;
+    }
+
+    /// Counts a circuit that closed again.
+    pub fn circuit_closed(&self, controller: &str) {
+        *self.lock().circuit_closes.entry(controller.to_string()).or_insert(0) += 1;
     }
 
     /// Total reconciles of a controller so far (every result).
@@ -86,6 +106,19 @@ impl Metrics {
                 let Some(queue) = queue.upgrade().filter(|q| !q.is_shut_down()) else { continue };
                 let _ = writeln!(out, "oxplane_controllers_running{{controller=\"{}\"}} 1", escape(controller));
                 let _ = writeln!(out, "oxplane_workqueue_depth{{controller=\"{}\"}} {}", escape(controller), queue.depth());
+            }
+            out.push_str("# HELP oxplane_circuit_breaker_events_total Watch events that reached a controller's circuit breaker, by result.\n# TYPE oxplane_circuit_breaker_events_total counter\n");
+            for ((controller, result), count) in &counters.circuit_events {
+                let _ = writeln!(out, "oxplane_circuit_breaker_events_total{{controller=\"{}\",result=\"{result}\"}} {count}", escape(controller));
+            }
+            for (name, help, counts) in [
+                ("oxplane_circuit_breaker_opens_total", "Circuits that opened, by controller.", &counters.circuit_opens),
+                ("oxplane_circuit_breaker_closes_total", "Circuits that closed again, by controller.", &counters.circuit_closes),
+            ] {
+                let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter");
+                for (controller, count) in counts {
+                    let _ = writeln!(out, "{name}{{controller=\"{}\"}} {count}", escape(controller));
+                }
             }
         }
         if let Some(watches) = self.watches.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {

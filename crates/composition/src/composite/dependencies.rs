@@ -7,12 +7,17 @@
 //!
 //! A change wakes the composite that controls the changed object, and every composite whose
 //! functions required it last time (by name or by labels), so a changed EnvironmentConfig or
-//! other required resource is seen at once.
+//! other required resource is seen at once — through each composite's watch circuit breaker
+//! (Crossplane's `Responsive` condition), which holds back a flood of events from a fight over
+//! a watched object and wakes the composite for the held ones at its next probe. Deletions and
+//! changes to objects being deleted always go through: they are one-way and may be the last
+//! event the composite gets.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
 
 use oxplane_functions::protocol::{Match, ResourceSelector};
+use oxplane_runtime::circuit::{Breaker, Verdict};
 use oxplane_runtime::controller::Controller;
 use oxplane_runtime::kinds::{Gvk, Kind};
 use oxplane_runtime::object::{self, ObjectKey};
@@ -32,14 +37,16 @@ struct Index {
 pub struct Dependencies {
     watches: Watches,
     xr_kind: Kind,
+    /// The composites' watch circuit breaker.
+    pub breaker: Breaker,
     controller: Mutex<Weak<Controller>>,
     index: Mutex<Index>,
 }
 
 impl Dependencies {
-    /// An empty index for composites of `xr_kind`.
-    pub fn new(watches: Watches, xr_kind: Kind) -> Arc<Self> {
-        Arc::new(Dependencies { watches, xr_kind, controller: Mutex::new(Weak::new()), index: Mutex::new(Index::default()) })
+    /// An empty index for composites of `xr_kind`, whose watch events pass `breaker`.
+    pub fn new(watches: Watches, xr_kind: Kind, breaker: Breaker) -> Arc<Self> {
+        Arc::new(Dependencies { watches, xr_kind, breaker, controller: Mutex::new(Weak::new()), index: Mutex::new(Index::default()) })
     }
 
     /// The controller whose queue watch events feed.
@@ -96,6 +103,34 @@ impl Dependencies {
     pub fn forget(self: &Arc<Self>, composite: &ObjectKey) {
         self.require(composite, Vec::new());
         self.set(composite, BTreeSet::new());
+        self.breaker.reset(composite);
+    }
+
+    /// Queues `composite` for a reconcile after `delay`.
+    pub fn wake_after(&self, composite: &ObjectKey, delay: std::time::Duration) {
+        if let Some(controller) = self.controller.lock().unwrap_or_else(|p| p.into_inner()).upgrade() {
+            controller.queue().add_after(composite.clone(), delay);
+        }
+    }
+
+    /// The composites an event on `object` wakes now; those whose circuit is open are queued
+    /// for their next probe instead.
+    fn through_breaker(&self, keys: Vec<ObjectKey>, object: &Value, controller: &Weak<Controller>) -> Vec<ObjectKey> {
+        if object::is_deleting(object) {
+            return keys;
+        }
+        let source = event_source(object);
+        keys.into_iter()
+            .filter(|key| match self.breaker.admit(key, &source) {
+                Verdict::Allowed | Verdict::Probe => true,
+                Verdict::Held(after) => {
+                    if let Some(controller) = controller.upgrade() {
+                        controller.queue().add_after(key.clone(), after);
+                    }
+                    false
+                }
+            })
+            .collect()
     }
 
     /// Composites whose last reconcile required `object` (of kind `gvk`).
@@ -124,6 +159,7 @@ impl Dependencies {
         drop(released);
         for gvk in missing {
             let weak = Arc::downgrade(self);
+            let weak_controller = Arc::downgrade(controller);
             let xr_kind = self.xr_kind.clone();
             let watched = gvk.clone();
             let handle = controller.subscribe_mapped(&self.watches, &gvk, move |event| {
@@ -138,7 +174,7 @@ impl Dependencies {
                         }
                         keys.sort();
                         keys.dedup();
-                        keys
+                        dependencies.through_breaker(keys, new, &weak_controller)
                     }
                     WatchEvent::Deleted(old) => {
                         let mut keys: Vec<ObjectKey> = owner_key(&xr_kind, old).into_iter().collect();
@@ -221,6 +257,17 @@ impl Dependencies {
     }
 }
 
+/// How an event's object is named in the `Responsive` condition: `Kind/name`, with
+/// ` (namespace)` for a namespaced one.
+fn event_source(object: &Value) -> String {
+    let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let name = object::name(object).unwrap_or_default();
+    match object::namespace(object) {
+        Some(namespace) => format!("{kind}/{name} ({namespace})"),
+        None => format!("{kind}/{name}"),
+    }
+}
+
 /// Whether a requirement selects `object` of kind `gvk`: same group and kind, in the asked
 /// namespace (any when none), with the asked name or all the asked labels.
 fn selects(selector: &ResourceSelector, gvk: &Gvk, object: &Value) -> bool {
@@ -253,4 +300,16 @@ fn owner_key(xr_kind: &Kind, composed: &Value) -> Option<ObjectKey> {
     // A namespaced composite composes only in its own namespace.
     let namespace = if xr_kind.namespaced { object::namespace(composed) } else { None };
     Some(ObjectKey::new(namespace, name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn event_sources_are_named_as_crossplane_names_them() {
+        assert_eq!(event_source(&json!({"kind": "NopResource", "metadata": {"name": "a"}})), "NopResource/a");
+        assert_eq!(event_source(&json!({"kind": "ConfigMap", "metadata": {"name": "b", "namespace": "team"}})), "ConfigMap/b (team)");
+    }
 }

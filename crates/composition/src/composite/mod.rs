@@ -20,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oxplane_runtime::Runtime;
+use oxplane_runtime::circuit::{Breaker, CircuitConfig};
 use oxplane_runtime::controller::{Controller, ControllerConfig, spec_or_metadata_changed};
 use oxplane_runtime::object::{self, ObjectKey};
 use oxplane_runtime::queue::Backoff;
@@ -30,6 +31,15 @@ use crate::packages::FunctionRegistry;
 use dependencies::Dependencies;
 use reconciler::XrReconciler;
 use shape::XrType;
+
+/// How XR controllers run.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings {
+    /// How often dependency watches are rebuilt from the composites' stored references.
+    pub reassert: Duration,
+    /// The watch circuit breaker of each composite.
+    pub circuit: CircuitConfig,
+}
 
 /// A running XR controller: its controller, its dependency watches, and the task that
 /// re-asserts them.
@@ -60,9 +70,11 @@ impl Drop for XrController {
 
 /// Starts the controller of one composite type. Every `reassert` the dependency watches are
 /// rebuilt from the composites' stored references.
-pub fn start(runtime: &Runtime, xr_type: XrType, functions: Arc<FunctionRegistry>, reassert: Duration) -> XrController {
-    let dependencies = Dependencies::new(runtime.watches.clone(), xr_type.kind.clone());
+pub fn start(runtime: &Runtime, xr_type: XrType, functions: Arc<FunctionRegistry>, settings: Settings) -> XrController {
     let name = xr_type.controller_name();
+    let breaker = Breaker::new(name.clone(), settings.circuit, runtime.metrics.clone());
+    let dependencies = Dependencies::new(runtime.watches.clone(), xr_type.kind.clone(), breaker);
+    let reassert = settings.reassert;
     let refs_pointer = format!("{}/resourceRefs", xr_type.machinery_pointer());
     let machinery = xr_type.machinery_pointer().to_string();
     let kind = xr_type.kind.clone();

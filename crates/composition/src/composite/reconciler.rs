@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use oxplane_functions::protocol::{ConditionStatus, Ready, Resource, Severity, State, Target};
 use oxplane_runtime::Runtime;
+use oxplane_runtime::circuit;
 use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, ReconcileError, Reconciler};
 use oxplane_runtime::events::EventRecorder;
@@ -144,7 +145,26 @@ impl XrReconciler {
     }
 
     async fn run(&self, xr: &mut Value) -> ReconcileResult {
-        conditions::set(xr, Condition::new("Responsive", "True", "WatchCircuitClosed"));
+        let key = ObjectKey::of(xr);
+        if object::is_deleting(xr)
+            && let Some(key) = &key
+        {
+            // A composite being deleted starts afresh: a new one of the same name must not
+            // inherit an open circuit.
+            self.dependencies.breaker.reset(key);
+        }
+        let open = key.as_ref().and_then(|key| Some((key, self.dependencies.breaker.open_because(key)?)));
+        conditions::set(
+            xr,
+            match open {
+                Some((key, open)) => {
+                    // Come back when it closes, to say so.
+                    self.dependencies.wake_after(key, open.closes_in);
+                    Condition::new("Responsive", "False", "WatchCircuitOpen").with_message(circuit::open_message(&open.loudest))
+                }
+                None => Condition::new("Responsive", "True", "WatchCircuitClosed"),
+            },
+        );
         if annotations::is_paused(xr) {
             self.recorder.normal(xr, "ReconciliationPaused", "Reconciliation is paused via the pause annotation");
             conditions::set(xr, Condition::reconcile_paused().with_message("Reconciliation (including deletion) is paused via the pause annotation"));

@@ -42,12 +42,8 @@ struct Running {
     claim: Option<Arc<Controller>>,
 }
 
-/// Settings of the XRD controller.
-#[derive(Clone)]
-pub struct XrdSettings {
-    /// How often XR controllers re-assert their dependency watches.
-    pub reassert: Duration,
-}
+/// Settings of the XRD controller: those of the XR controllers it starts.
+pub type XrdSettings = crate::composite::Settings;
 
 /// Reconciles XRDs.
 pub struct XrdReconciler {
@@ -171,7 +167,7 @@ impl XrdReconciler {
                 return Err(ReconcileError::new("the XRD has no referenceable version"));
             };
             let claim = xr_type.claim.clone().map(|claim_kind| crate::claim::start(&self.runtime, xr_type.clone(), claim_kind));
-            let composite = composite::start(&self.runtime, xr_type, self.functions.clone(), self.settings.reassert);
+            let composite = composite::start(&self.runtime, xr_type, self.functions.clone(), self.settings);
             self.lock().insert(name.clone(), Running { generation, crd_uid, composite, claim });
         }
 

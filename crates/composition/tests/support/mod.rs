@@ -47,7 +47,13 @@ impl Plane {
         let server = RunningServer::start().await.unwrap();
         let runtime = Runtime::new(kube::Client::new(server.local_service(), "default"), Duration::from_millis(500));
         let functions = oxplane_functions::builtin_names().into_iter().filter_map(|n| Some((n, oxplane_functions::builtin(n)?))).collect();
-        let core = Core::start(&runtime, CoreOptions { providers: Vec::new(), functions, install: Vec::new(), reassert: Duration::from_secs(2) })
+        let core = Core::start(&runtime, CoreOptions {
+            providers: Vec::new(),
+            functions,
+            install: Vec::new(),
+            reassert: Duration::from_secs(2),
+            circuit: oxplane_runtime::circuit::CircuitConfig::default(),
+        })
             .await
             .unwrap();
         let plane = Plane { server, runtime, core };
