@@ -147,6 +147,12 @@ impl Server {
                             continue;
                         }
                     };
+                    // Small writes (a watch event, a response's last TLS record) must leave at
+                    // once: with Nagle's algorithm they wait for the peer's delayed ACK, ~40 ms
+                    // on Linux. Go servers, kube-apiserver among them, set this on every socket.
+                    if let Err(error) = tcp.set_nodelay(true) {
+                        tracing::debug!(%error, %peer, "cannot set TCP_NODELAY");
+                    }
                     let acceptor = acceptor.clone();
                     let service = TowerToHyperService::new(router.clone());
                     let watcher = graceful.watcher();
