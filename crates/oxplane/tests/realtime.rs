@@ -563,7 +563,7 @@ fn a_fight_over_a_composed_resource_opens_the_circuit_without_losing_the_last_ch
         "--circuit-breaker-refill-rate",
         "0.5",
         "--circuit-breaker-cooldown",
-        "20",
+        "30",
         "--circuit-breaker-probe-interval",
         "2",
     ]);
@@ -600,7 +600,7 @@ fn a_fight_over_a_composed_resource_opens_the_circuit_without_losing_the_last_ch
     assert_eq!(condition(&p1, "Responsive").unwrap()["reason"], "WatchCircuitOpen", "still open when the drift was reverted");
 
     // The cooldown passes with no further event, and the composite says its circuit closed.
-    within(Duration::from_secs(20) + T_REACT, "the circuit to close", || {
+    within(Duration::from_secs(30) + T_REACT, "the circuit to close", || {
         server.get(&["xparent", "p1"]).is_some_and(|p| condition(&p, "Responsive").is_some_and(|c| c["status"] == "True" && c["reason"] == "WatchCircuitClosed"))
     });
     assert!(ready(&server, "xparent", "p1"));

@@ -139,7 +139,10 @@ impl BuiltinProvider for FakeCloudProvider {
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
 fn http_client() -> HttpClient {
-    Client::builder(TokioExecutor::new()).build_http()
+    let mut connector = HttpConnector::new();
+    // Requests are small: send them at once rather than waiting on Nagle's algorithm.
+    connector.set_nodelay(true);
+    Client::builder(TokioExecutor::new()).build(connector)
 }
 
 /// Builds clients from a FakeThing's ProviderConfig.
