@@ -115,7 +115,7 @@ impl Dependencies {
 
     /// The composites an event on `object` wakes now; those whose circuit is open are queued
     /// for their next probe instead.
-    fn through_breaker(&self, keys: Vec<ObjectKey>, object: &Value, controller: &Weak<Controller>) -> Vec<ObjectKey> {
+    fn through_breaker(&self, keys: Vec<ObjectKey>, object: &Value) -> Vec<ObjectKey> {
         if object::is_deleting(object) {
             return keys;
         }
@@ -124,9 +124,7 @@ impl Dependencies {
             .filter(|key| match self.breaker.admit(key, &source) {
                 Verdict::Allowed | Verdict::Probe => true,
                 Verdict::Held(after) => {
-                    if let Some(controller) = controller.upgrade() {
-                        controller.queue().add_after(key.clone(), after);
-                    }
+                    self.wake_after(key, after);
                     false
                 }
             })
@@ -159,7 +157,6 @@ impl Dependencies {
         drop(released);
         for gvk in missing {
             let weak = Arc::downgrade(self);
-            let weak_controller = Arc::downgrade(controller);
             let xr_kind = self.xr_kind.clone();
             let watched = gvk.clone();
             let handle = controller.subscribe_mapped(&self.watches, &gvk, move |event| {
@@ -174,7 +171,7 @@ impl Dependencies {
                         }
                         keys.sort();
                         keys.dedup();
-                        dependencies.through_breaker(keys, new, &weak_controller)
+                        dependencies.through_breaker(keys, new)
                     }
                     WatchEvent::Deleted(old) => {
                         let mut keys: Vec<ObjectKey> = owner_key(&xr_kind, old).into_iter().collect();
