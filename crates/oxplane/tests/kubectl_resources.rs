@@ -162,6 +162,23 @@ fn apply_twice_with_default_validation_and_explain() {
     assert!(explain.contains("KIND:       Widget") && explain.contains("GROUP:      example.com"), "{explain}");
 }
 
+/// A kind nobody serves yet (a composite applied before its XRD is established): kubectl's own
+/// "no matches for kind" answer, as against kube-apiserver, for apply and create alike — not a
+/// validation failure about a resource the server could not find.
+#[test]
+fn an_unknown_kind_gets_kubectls_no_matches_message() {
+    let server = Server::start();
+    let ghost = "apiVersion: nothere.example.org/v1\nkind: Ghost\nmetadata:\n  name: g\n";
+    for verb in ["apply", "create"] {
+        let stderr = server.kubectl_fails(&[verb, "-f", "-"], ghost);
+        assert!(stderr.contains(r#"no matches for kind "Ghost" in version "nothere.example.org/v1""#), "{verb}: {stderr}");
+        assert!(stderr.contains("ensure CRDs are installed first"), "{verb}: {stderr}");
+    }
+    // Known kinds are still validated against their schema on the server.
+    let stderr = server.kubectl_fails(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\nbogus: 1\n");
+    assert!(stderr.contains(r#"unknown field "bogus""#), "{stderr}");
+}
+
 #[test]
 fn describe_shows_events_written_through_events_k8s_io() {
     let server = Server::start();

@@ -45,6 +45,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
         .route("/metrics", get(health::metrics))
         .route("/debug/oxplane/{name}", get(extensions::debug_page))
+        .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
         .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))
@@ -82,6 +83,17 @@ async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next
     } else {
         ApiError::new(Reason::Unauthorized, "Unauthorized").into_response()
     }
+}
+
+/// `/openapi/v2`: protobuf when the client accepts it (kubectl), else JSON.
+async fn openapi_v2(headers: axum::http::HeaderMap) -> Response {
+    let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let protobuf = crate::openapi::v2::wants_protobuf(accept);
+    let version = format!("v1.{}.0", health::KUBERNETES_MINOR);
+    let (bytes, content_type) = crate::openapi::v2::document(&version, protobuf);
+    let mut response = axum::body::Body::from(bytes).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, axum::http::HeaderValue::from_static(content_type));
+    response
 }
 
 async fn openapi_index(State(state): State<Arc<AppState>>) -> Response {

@@ -1,4 +1,4 @@
-//! OpenAPI v3: `/openapi/v3` (an index of group-versions, each with a content hash) and one
+//! OpenAPI v3 (and an empty v2, see [`v2`]): `/openapi/v3` (an index of group-versions, each with a content hash) and one
 //! document per group-version. kubectl needs it for `apply`, `create -f`, `edit` and `replace`
 //! with default validation (it then sends `fieldValidation=Strict` and lets the server check),
 //! for computing client-side-apply patches, and for `explain`.
@@ -8,6 +8,7 @@
 //! generation, so the hash only changes when a served kind changes.
 
 pub mod builtin;
+pub mod v2;
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
