@@ -219,6 +219,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         }
     }
 
+    /// Whether adding `key` now would change nothing: it is queued, or already due again once
+    /// its running reconcile ends.
+    pub fn is_pending(&self, key: &K) -> bool {
+        let inner = self.lock();
+        inner.queued.contains(key) || inner.dirty.contains(key)
+    }
+
     /// Keys waiting now (not counting delayed ones or those being reconciled).
     pub fn depth(&self) -> usize {
         self.lock().ready.len()
@@ -275,6 +282,25 @@ mod tests {
         q.done(&a);
         assert_eq!(q.depth(), 1);
         assert_eq!(q.next().await.unwrap(), "a");
+    }
+
+    #[tokio::test]
+    async fn a_key_is_pending_while_queued_or_due_again_but_not_while_merely_running() {
+        let q = queue();
+        assert!(!q.is_pending(&"a".to_string()));
+        q.add("a".into());
+        assert!(q.is_pending(&"a".to_string()));
+        let a = q.next().await.unwrap();
+        assert!(!q.is_pending(&a), "running, with nothing new: another add would cost a reconcile");
+        q.add("a".into());
+        assert!(q.is_pending(&a), "due again once the running reconcile ends");
+        q.done(&a);
+        assert!(q.is_pending(&a));
+        let a = q.next().await.unwrap();
+        q.done(&a);
+        assert!(!q.is_pending(&a));
+        q.add_after("a".into(), Duration::from_secs(60));
+        assert!(!q.is_pending(&a), "a delayed key is not waiting now");
     }
 
     #[tokio::test]

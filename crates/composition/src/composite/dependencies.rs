@@ -11,7 +11,9 @@
 //! (Crossplane's `Responsive` condition), which holds back a flood of events from a fight over
 //! a watched object and wakes the composite for the held ones at its next probe. Deletions and
 //! changes to objects being deleted always go through: they are one-way and may be the last
-//! event the composite gets.
+//! event the composite gets. An event for a composite already waiting in the queue is not
+//! charged either: it costs no reconcile, so a composite whose many resources report in at
+//! once (a large composition coming up) is not mistaken for a fight.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, Weak};
@@ -120,8 +122,12 @@ impl Dependencies {
             return keys;
         }
         let source = event_source(object);
+        let pending = |key: &ObjectKey| {
+            let controller = self.controller.lock().unwrap_or_else(|p| p.into_inner()).upgrade();
+            controller.is_some_and(|c| c.queue().is_pending(key))
+        };
         keys.into_iter()
-            .filter(|key| match self.breaker.admit(key, &source) {
+            .filter(|key| pending(key) || match self.breaker.admit(key, &source) {
                 Verdict::Allowed | Verdict::Probe => true,
                 Verdict::Held(after) => {
                     self.wake_after(key, after);
