@@ -92,8 +92,8 @@ impl Metrics {
     }
 
     /// Records one answered request to an object endpoint.
-    pub fn record_resource(&self, info: &RequestInfo, code: u16) {
-        *lock(&self.resource_requests).entry((info.clone(), code)).or_default() += 1;
+    pub fn record_resource(&self, info: RequestInfo, code: u16) {
+        *lock(&self.resource_requests).entry((info, code)).or_default() += 1;
     }
 
     /// The metrics in Prometheus text format.
@@ -228,9 +228,9 @@ mod tests {
     fn resource_requests_are_counted_by_labels_and_code() {
         let metrics = Metrics::default();
         let list = RequestInfo::parse(&Method::GET, "nop.crossplane.io", "v1alpha1", "nopresources", None);
-        metrics.record_resource(&list, 200);
-        metrics.record_resource(&list, 200);
-        metrics.record_resource(&list, 404);
+        metrics.record_resource(list.clone(), 200);
+        metrics.record_resource(list.clone(), 200);
+        metrics.record_resource(list, 404);
         let text = metrics.render();
         let line = "oxplane_apiserver_resource_requests_total{verb=\"LIST\",group=\"nop.crossplane.io\",version=\"v1alpha1\",resource=\"nopresources\",subresource=\"\",code=";
         assert!(text.contains(&format!("{line}\"200\"}} 2\n")), "{text}");

@@ -66,10 +66,10 @@ pub fn router(state: Arc<AppState>) -> Router {
 async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let method = request.method().to_string();
     let started = std::time::Instant::now();
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     let code = response.status().as_u16();
     state.metrics.record(&method, code, started.elapsed());
-    if let Some(info) = response.extensions().get::<metrics::RequestInfo>() {
+    if let Some(info) = response.extensions_mut().remove::<metrics::RequestInfo>() {
         state.metrics.record_resource(info, code);
     }
     response
