@@ -1,6 +1,7 @@
 //! oxplane's Kubernetes-compatible API server: Kubernetes REST semantics over the revisioned
 //! store, served over HTTPS to kubectl, kube-rs and the Python client.
 //!
+//! - [`authn`]: who a request is from ([`authn::UserInfo`] in each request's extensions).
 //! - [`server`]: `oxplane up`: certificates, token, kubeconfig, the HTTPS listener, shutdown.
 //! - [`registry`]: the kinds served and where they live in URLs, discovery and the store.
 //! - [`state`]: what handlers and in-server controllers share.
@@ -9,6 +10,7 @@
 //! - [`status`]: Kubernetes `Status` errors.
 
 pub mod apply;
+pub mod authn;
 pub mod cache;
 pub mod controllers;
 pub mod convert;

@@ -6,6 +6,7 @@
 mod support;
 mod admission;
 mod apply;
+mod authn;
 mod controller;
 mod crds;
 mod events;

@@ -25,6 +25,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
+use crate::authn::UserInfo;
 use crate::server::auth;
 use crate::status::{ApiError, Reason};
 
@@ -75,14 +76,26 @@ async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next)
     response
 }
 
-/// Rejects requests without the admin bearer token.
-async fn authenticate(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
-    let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if auth::is_authorized(presented, &state.token) {
-        next.run(request).await
-    } else {
-        ApiError::new(Reason::Unauthorized, "Unauthorized").into_response()
-    }
+/// Finds who a request is from and puts it into the request's extensions as a [`UserInfo`]
+/// (and, once answered, into the response's); requests without valid credentials get 401.
+/// In-process requests carry their user already (see [`crate::server::LocalService`]).
+async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, next: Next) -> Response {
+    let in_process = request.extensions().get::<inflight::InProcess>().is_some();
+    let user = match request.extensions().get::<UserInfo>() {
+        Some(user) if in_process => user.clone(),
+        _ => {
+            let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+            if !auth::is_authorized(presented, &state.token) {
+                return ApiError::new(Reason::Unauthorized, "Unauthorized").into_response();
+            }
+            let user = UserInfo::admin();
+            request.extensions_mut().insert(user.clone());
+            user
+        }
+    };
+    let mut response = next.run(request).await;
+    response.extensions_mut().insert(user);
+    response
 }
 
 /// `/openapi/v2`: protobuf when the client accepts it (kubectl), else JSON.

@@ -19,6 +19,7 @@ use oxplane_store::Store;
 use tokio::net::TcpListener;
 
 use crate::ServeError;
+use crate::authn::UserInfo;
 use crate::cache::WatchCache;
 use crate::http::{self, AppState};
 use crate::registry::Registry;
@@ -116,11 +117,16 @@ impl Server {
         server_url(self.local)
     }
 
-    /// The API as an in-process service: requests go straight to the router, authenticated as
-    /// the admin and exempt from the in-flight limits, with no TCP or TLS in between. A
+    /// The API as an in-process service: requests go straight to the router, as the admin
+    /// ([`UserInfo::admin`]) and exempt from the in-flight limits, with no TCP or TLS in between. A
     /// kube-rs client built on it behaves exactly as one that dials the server.
     pub fn local_service(&self) -> LocalService {
-        LocalService { router: http::router(self.state.clone()), token: self.token.clone() }
+        self.local_service_as(UserInfo::admin())
+    }
+
+    /// The in-process service acting as `user`: requests are authorized as that user's.
+    pub fn local_service_as(&self, user: UserInfo) -> LocalService {
+        LocalService { router: http::router(self.state.clone()), user: Arc::new(user) }
     }
 
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
@@ -189,7 +195,7 @@ impl Server {
 #[derive(Clone)]
 pub struct LocalService {
     router: axum::Router,
-    token: String,
+    user: Arc<UserInfo>,
 }
 
 impl<B> tower::Service<axum::http::Request<B>> for LocalService
@@ -207,9 +213,9 @@ where
 
     fn call(&mut self, request: axum::http::Request<B>) -> Self::Future {
         let (mut parts, body) = request.into_parts();
-        if let Ok(value) = axum::http::HeaderValue::from_str(&format!("Bearer {}", self.token)) {
-            parts.headers.insert(axum::http::header::AUTHORIZATION, value);
-        }
+        // Only in-process requests can carry extensions in: the authentication middleware
+        // trusts this user because `InProcess` is set.
+        parts.extensions.insert(UserInfo::clone(&self.user));
         parts.extensions.insert(http::inflight::InProcess);
         let request = axum::http::Request::from_parts(parts, axum::body::Body::new(body));
         tower::Service::call(&mut self.router, request)
