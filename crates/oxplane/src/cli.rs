@@ -63,12 +63,28 @@ pub enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = 30)]
         circuit_breaker_probe_interval: u64,
     },
+    /// Trace a claim, composite, managed resource or package: its tree of objects and why
+    /// they are or are not ready.
+    Trace(crate::commands::trace::TraceArgs),
+    /// Commands on resources (`resource trace`).
+    Resource {
+        /// Which.
+        #[command(subcommand)]
+        which: ResourceCommand,
+    },
     /// Measure oxplane's performance and print the figures.
     Bench {
         /// Which benchmark.
         #[command(subcommand)]
         which: bench::Which,
     },
+}
+
+/// `oxplane resource ...`: the names Crossplane's CLI uses from v2.4.
+#[derive(Debug, Subcommand)]
+pub enum ResourceCommand {
+    /// Trace a claim, composite, managed resource or package (same as `oxplane trace`).
+    Trace(crate::commands::trace::TraceArgs),
 }
 
 /// Runs the parsed command line.
@@ -112,6 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Bench { which } => bench::run(which),
+        Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod bench;
 mod cli;
+mod commands;
 mod up;
 mod usage_protection;
 

@@ -16,5 +16,6 @@ mod managed_crash;
 mod providers;
 mod python_client;
 mod realtime;
+mod trace;
 mod up;
 mod usages;

@@ -1,0 +1,6 @@
+//! The commands that look at a control plane from outside, as a user would: each owns its
+//! flags (a clap `Args` struct) and its output, and talks to the API server through the user's
+//! kubeconfig or works offline on files.
+
+pub mod kube;
+pub mod trace;
