@@ -11,7 +11,7 @@
 //! by hand because it is a small grammar with Crossplane-specific rules that no JSONPath or
 //! JSON-pointer crate has.
 
-mod merge;
+pub(crate) mod merge;
 
 use std::fmt;
 use std::str::FromStr;

@@ -17,6 +17,7 @@
 pub mod builtin;
 pub mod fieldpath;
 pub mod golang;
+pub mod gotemplate;
 pub mod protocol;
 
 pub use builtin::{AutoReady, EnvironmentConfigs, ExtraResources, PatchAndTransform, builtin, builtin_names};

@@ -7,6 +7,7 @@
 //! - [`auto_ready`]: `function-auto-ready` ([`AutoReady`]).
 //! - [`environment_configs`]: `function-environment-configs` ([`EnvironmentConfigs`]).
 //! - [`extra_resources`]: `function-extra-resources` ([`ExtraResources`]).
+//! - [`go_templating`]: `function-go-templating` ([`go_templating::GoTemplating`]).
 //!
 //! The last two share `selection` (sources by reference or label selector, requirements,
 //! sorting, merging).
@@ -14,6 +15,7 @@
 pub mod auto_ready;
 pub mod environment_configs;
 pub mod extra_resources;
+pub mod go_templating;
 pub mod patch_and_transform;
 mod selection;
 
@@ -32,6 +34,9 @@ pub const ENVIRONMENT_CONFIGS: &str = "function-environment-configs";
 
 /// The package name of function-extra-resources.
 pub const EXTRA_RESOURCES: &str = "function-extra-resources";
+
+/// The package name of function-go-templating.
+pub const GO_TEMPLATING: &str = "function-go-templating";
 
 /// function-patch-and-transform.
 #[derive(Clone, Copy, Debug, Default)]
@@ -84,13 +89,14 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Function>> {
         AUTO_READY => Some(Arc::new(AutoReady)),
         ENVIRONMENT_CONFIGS => Some(Arc::new(EnvironmentConfigs)),
         EXTRA_RESOURCES => Some(Arc::new(ExtraResources)),
+        GO_TEMPLATING => Some(Arc::new(go_templating::GoTemplating::default())),
         _ => None,
     }
 }
 
 /// The package names of every built-in function.
 pub fn builtin_names() -> Vec<&'static str> {
-    vec![PATCH_AND_TRANSFORM, AUTO_READY, ENVIRONMENT_CONFIGS, EXTRA_RESOURCES]
+    vec![PATCH_AND_TRANSFORM, AUTO_READY, ENVIRONMENT_CONFIGS, EXTRA_RESOURCES, GO_TEMPLATING]
 }
 
 #[cfg(test)]
@@ -107,13 +113,14 @@ mod tests {
                 "function-patch-and-transform",
                 "function-auto-ready",
                 "function-environment-configs",
-                "function-extra-resources"
+                "function-extra-resources",
+                "function-go-templating"
             ]
         );
         for name in builtin_names() {
             assert!(builtin(name).is_some(), "{name}");
         }
-        assert!(builtin("function-go-templating").is_none());
+        assert!(builtin("function-kcl").is_none());
     }
 
     #[tokio::test]

@@ -16,7 +16,13 @@ use super::value::GoType;
 
 /// Go's `fmt.Sprintf(format, args...)`.
 pub fn sprintf(format: &str, args: &[Value]) -> String {
-    let mut printer = Printer { out: String::new(), flags: Flags::default(), args };
+    sprintf_named(format, args, "int64")
+}
+
+/// [`sprintf`] where an integer number is a Go value of type `int_name` (Go templates'
+/// integer constants and Sprig's results are `int`).
+pub fn sprintf_named(format: &str, args: &[Value], int_name: &'static str) -> String {
+    let mut printer = Printer { out: String::new(), flags: Flags::default(), args, int_name };
     printer.run(format);
     printer.out
 }
@@ -35,6 +41,7 @@ struct Flags {
 }
 
 struct Printer<'a> {
+    int_name: &'static str,
     out: String,
     flags: Flags,
     args: &'a [Value],
@@ -56,6 +63,13 @@ fn parse_num(b: &[u8], mut i: usize, end: usize) -> (usize, bool, usize) {
 }
 
 impl Printer<'_> {
+    fn type_name(&self, v: &Value) -> &'static str {
+        match GoType::of(v) {
+            GoType::Int64 => self.int_name,
+            t => t.name(),
+        }
+    }
+
     fn run(&mut self, format: &str) {
         let b = format.as_bytes();
         let end = b.len();
@@ -191,7 +205,7 @@ impl Printer<'_> {
                 if arg.is_null() {
                     self.out.push_str("<nil>");
                 } else {
-                    self.out.push_str(GoType::of(arg).name());
+                    self.out.push_str(self.type_name(arg));
                     self.out.push('=');
                     self.print_arg(arg, 'v');
                 }
@@ -254,7 +268,7 @@ impl Printer<'_> {
             return;
         }
         if verb == 'T' {
-            self.fmt_s(GoType::of(arg).name());
+            self.fmt_s(self.type_name(arg));
             return;
         }
         self.print_value(arg, verb, 0);
@@ -354,7 +368,7 @@ impl Printer<'_> {
         if value.is_null() {
             self.out.push_str("<nil>");
         } else {
-            self.out.push_str(GoType::of(value).name());
+            self.out.push_str(self.type_name(value));
             self.out.push('=');
             self.print_value(value, 'v', 0);
         }

@@ -16,3 +16,4 @@ pub mod fmt;
 pub mod json;
 pub mod strconv;
 pub mod value;
+pub mod yaml;
