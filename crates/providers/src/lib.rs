@@ -5,11 +5,13 @@
 //!   a timer); what composition tests compose.
 //! - [`fakecloud`]: provider-fakecloud, things in a local fake cloud with random identifiers
 //!   and asynchronous creates, and the fake cloud itself; what fault-injection tests use.
+//! - [`sql`]: provider-sql, databases, roles and grants in a real PostgreSQL server.
 //!
 //! [`catalog`] lists every built-in provider by package name.
 
 pub mod fakecloud;
 pub mod nop;
+pub mod sql;
 
 use std::sync::Arc;
 
@@ -17,5 +19,5 @@ use oxplane_runtime::provider::BuiltinProvider;
 
 /// Every built-in provider.
 pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
-    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider::default())]
+    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider::default()), Arc::new(sql::SqlProvider::default())]
 }

@@ -8,3 +8,4 @@ mod fakecloud;
 mod fakecloud_lifecycle;
 mod fakecloud_policies;
 mod nop;
+mod sql_postgres;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod postgres;
+
 use std::time::Duration;
 
 use oxplane_apiserver::testing::RunningServer;
@@ -18,9 +20,9 @@ pub fn crd_kind() -> Kind {
     Kind::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
 }
 
-/// Polls `check` every 50 ms until it answers, failing after 30 s.
+/// Polls `check` every 50 ms until it answers, failing after 90 s.
 pub async fn wait_for<T>(what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(90);
     loop {
         if let Some(found) = check().await {
             return found;

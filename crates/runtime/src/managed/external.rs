@@ -41,7 +41,8 @@ pub struct ExternalObservation {
     pub resource_late_initialized: bool,
     /// Connection details to publish.
     pub connection_details: ConnectionDetails,
-    /// How the external resource differs (for logs).
+    /// How the external resource differs: the drifted fields, reported in an
+    /// `ExternalResourceDrifted` event before an update (empty when nothing is known).
     pub diff: String,
     /// The identifier Observe found (for instance by looking up the idempotency token): saved
     /// at once, whatever the policies.

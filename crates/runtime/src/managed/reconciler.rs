@@ -342,6 +342,10 @@ impl ManagedReconciler {
             managed.set_condition(Condition::reconcile_success());
             return Ok(Action::RequeueAfter(self.poll_interval(managed, Some(&observation))));
         }
+        if !observation.diff.is_empty() {
+            // Drift (a change made outside, or a spec change not applied yet): say which fields.
+            self.recorder.normal(&managed.object, "ExternalResourceDrifted", format!("external resource differs from the desired state in: {}", observation.diff));
+        }
         match self.with_timeout("update", client.update(managed)).await {
             Err(error) => {
                 let message = format!("update failed: {error}");

@@ -1,0 +1,99 @@
+//! provider-sql (`xpkg.crossplane.io/crossplane-contrib/provider-sql`): databases, roles and
+//! grants in a real PostgreSQL server.
+//!
+//! Kinds, as upstream names them: `postgresql.sql.crossplane.io/v1alpha1` (cluster-scoped
+//! `Database`, `Role`, `Grant`, `Extension`, `Schema`, `DefaultPrivileges`, `ProviderConfig`,
+//! `ProviderConfigUsage`) and `postgresql.sql.m.crossplane.io/v1alpha1` (the same kinds
+//! namespaced, a namespaced `ProviderConfig` and a cluster-scoped `ClusterProviderConfig`).
+//!
+//! - `server.rs`: what a ProviderConfig points at (its connection Secret).
+//! - `quote.rs`: identifier and literal quoting (property-tested).
+//! - `refs.rs`: `xRef` / `xSelector` resolution to external names.
+//! - `schemas.rs`: the CRDs' schemas and printer columns.
+//! - `pg/`: the PostgreSQL pools and one file per kind.
+
+pub mod pg;
+pub mod quote;
+pub mod refs;
+pub mod schemas;
+pub mod server;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::managed::usage::ProviderConfigKinds;
+use oxplane_runtime::managed::{self, ExternalConnector, ManagedSettings};
+use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle};
+use serde_json::Value;
+
+use pg::{PgConnector, PgKind, Pools};
+
+/// The cluster-scoped PostgreSQL group.
+pub const PG_GROUP: &str = "postgresql.sql.crossplane.io";
+/// The namespaced PostgreSQL group.
+pub const PG_NAMESPACED_GROUP: &str = "postgresql.sql.m.crossplane.io";
+/// The version of every group.
+pub const VERSION: &str = "v1alpha1";
+/// How often resources are observed (and drift corrected), by default.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// provider-sql.
+#[derive(Clone, Copy, Debug)]
+pub struct SqlProvider {
+    /// How often resources are observed: [`POLL_INTERVAL`], or shorter (tests that wait for
+    /// drift to be corrected).
+    pub poll_interval: Duration,
+}
+
+impl Default for SqlProvider {
+    fn default() -> Self {
+        SqlProvider { poll_interval: POLL_INTERVAL }
+    }
+}
+
+/// The PostgreSQL managed kinds: kind, plural, which client.
+pub const PG_KINDS: &[(&str, &str, PgKind)] = &[
+    ("Database", "databases", PgKind::Database),
+    ("Role", "roles", PgKind::Role),
+    ("Grant", "grants", PgKind::Grant),
+    ("Extension", "extensions", PgKind::Extension),
+    ("Schema", "schemas", PgKind::Schema),
+    ("DefaultPrivileges", "defaultprivileges", PgKind::DefaultPrivileges),
+];
+
+fn config_kinds(group: &str, namespaced: bool) -> ProviderConfigKinds {
+    let kind = |kind: &str, plural: &str, namespaced: bool| Kind::new(group, VERSION, kind, plural, namespaced);
+    ProviderConfigKinds {
+        config: kind("ProviderConfig", "providerconfigs", namespaced),
+        cluster_config: namespaced.then(|| kind("ClusterProviderConfig", "clusterproviderconfigs", false)),
+        usage: kind("ProviderConfigUsage", "providerconfigusages", namespaced),
+    }
+}
+
+impl BuiltinProvider for SqlProvider {
+    fn name(&self) -> &'static str {
+        "provider-sql"
+    }
+
+    fn crds(&self, _package: &str) -> Vec<Value> {
+        schemas::postgresql_crds()
+    }
+
+    fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {
+        let pools = Arc::new(Pools::default());
+        let mut controllers = Vec::new();
+        for (group, namespaced) in [(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)] {
+            let configs = Arc::new(config_kinds(group, namespaced));
+            controllers.extend(managed::start_config_controllers(runtime, &configs));
+            for (kind, plural, pg_kind) in PG_KINDS {
+                let connector: Arc<dyn ExternalConnector> = Arc::new(PgConnector { kind: *pg_kind, pools: pools.clone() });
+                let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector, self.poll_interval);
+                settings.provider_configs = Some(configs.clone());
+                controllers.push(managed::start_controller(runtime, settings));
+            }
+        }
+        ProviderHandle::new(controllers)
+    }
+}

@@ -1,0 +1,252 @@
+//! The CRDs of provider-sql, with upstream's field names, printer columns and categories.
+
+use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
+use serde_json::{Value, json};
+
+use super::{PG_GROUP, PG_NAMESPACED_GROUP, VERSION};
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn boolean() -> Value {
+    json!({"type": "boolean"})
+}
+
+fn strings() -> Value {
+    json!({"type": "array", "items": {"type": "string"}})
+}
+
+/// `xRef`: a managed resource by name.
+fn reference() -> Value {
+    json!({"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string"},
+        "policy": {"type": "object", "properties": {
+            "resolution": {"type": "string", "default": "Required", "enum": ["Required", "Optional"]},
+            "resolve": {"type": "string", "enum": ["Always", "IfNotPresent"]}
+        }}
+    }})
+}
+
+/// `xSelector`: a managed resource by labels (or by sharing the selector's controller).
+fn selector() -> Value {
+    json!({"type": "object", "properties": {
+        "matchControllerRef": {"type": "boolean"},
+        "matchLabels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "policy": {"type": "object", "properties": {
+            "resolution": {"type": "string", "default": "Required", "enum": ["Required", "Optional"]},
+            "resolve": {"type": "string", "enum": ["Always", "IfNotPresent"]}
+        }}
+    }})
+}
+
+/// Adds `field`, `fieldRef` and `fieldSelector` to `properties`.
+fn referencing(properties: &mut Value, field: &str) {
+    properties[field] = string();
+    properties[format!("{field}Ref")] = reference();
+    properties[format!("{field}Selector")] = selector();
+}
+
+fn privilege_list() -> Value {
+    json!({"type": "array", "items": {"type": "string", "pattern": "^[A-Z]+( [A-Z]+)*$"}})
+}
+
+fn database() -> Value {
+    let mut properties = json!({
+        "template": string(),
+        "strategy": {"type": "string", "enum": ["WAL_LOG", "FILE_COPY"]},
+        "encoding": string(),
+        "lcCollate": string(),
+        "lcCType": string(),
+        "tablespace": string(),
+        "allowConnections": boolean(),
+        "connectionLimit": {"type": "integer", "format": "int32"},
+        "isTemplate": boolean(),
+    });
+    referencing(&mut properties, "owner");
+    json!({"type": "object", "properties": properties})
+}
+
+fn role() -> Value {
+    let privileges = ["superUser", "createDb", "createRole", "login", "inherit", "replication", "bypassRls"]
+        .iter()
+        .map(|p| (p.to_string(), boolean()))
+        .collect::<serde_json::Map<_, _>>();
+    json!({"type": "object", "properties": {
+        "connectionLimit": {"type": "integer", "format": "int32", "minimum": -1},
+        "privileges": {"type": "object", "properties": privileges},
+        "passwordSecretRef": {"type": "object", "required": ["key", "name"], "properties": {
+            "key": string(), "name": string(), "namespace": string()
+        }},
+        "configurationParameters": {"type": "array", "items": {"type": "object", "properties": {"name": string(), "value": string()}}},
+        "passwordRotationTrigger": {"type": "string", "format": "date-time"},
+    }})
+}
+
+fn role_status() -> Value {
+    json!({"type": "object", "properties": {
+        "privilegesAsClauses": strings(),
+        "configurationParameters": {"type": "array", "items": {"type": "object", "properties": {"name": string(), "value": string()}}},
+        "lastPasswordChange": {"type": "string", "format": "date-time"},
+    }})
+}
+
+fn grant() -> Value {
+    let mut properties = json!({
+        "privileges": privilege_list(),
+        "withOption": {"type": "string", "enum": ["ADMIN", "GRANT"]},
+        "revokePublicOnDb": boolean(),
+        "columns": strings(),
+        "tables": strings(),
+        "sequences": strings(),
+        "routines": {"type": "array", "items": {"type": "object", "properties": {"name": string(), "args": strings()}}},
+        "foreignDataWrappers": strings(),
+        "foreignServers": strings(),
+        "withInherit": boolean(),
+    });
+    for field in ["role", "database", "schema", "memberOf"] {
+        referencing(&mut properties, field);
+    }
+    json!({"type": "object", "properties": properties})
+}
+
+fn extension() -> Value {
+    let mut properties = json!({"extension": string(), "version": string(), "schema": string()});
+    referencing(&mut properties, "database");
+    json!({"type": "object", "required": ["extension"], "properties": properties})
+}
+
+fn schema() -> Value {
+    let mut properties = json!({
+        "revokePublicOnSchema": boolean(),
+        "dropBehavior": {"type": "string", "enum": ["CASCADE", "RESTRICT"]},
+    });
+    referencing(&mut properties, "role");
+    referencing(&mut properties, "database");
+    json!({"type": "object", "properties": properties})
+}
+
+fn default_privileges() -> Value {
+    let mut properties = json!({
+        "privileges": privilege_list(),
+        "targetRole": string(),
+        "objectType": {"type": "string", "enum": ["table", "sequence", "function", "schema", "type"]},
+        "withOption": {"type": "string", "enum": ["ADMIN", "GRANT"]},
+    });
+    for field in ["role", "database", "schema"] {
+        referencing(&mut properties, field);
+    }
+    json!({"type": "object", "required": ["privileges", "targetRole", "objectType"], "properties": properties})
+}
+
+fn column(name: &str, type_: &str, path: &str) -> Value {
+    json!({"name": name, "type": type_, "jsonPath": path})
+}
+
+/// Upstream's printer columns for a kind (READY, SYNCED, then the kind's own).
+fn columns(kind: &str) -> Vec<Value> {
+    let mut columns = vec![
+        column("READY", "string", ".status.conditions[?(@.type=='Ready')].status"),
+        column("SYNCED", "string", ".status.conditions[?(@.type=='Synced')].status"),
+    ];
+    let age = column("AGE", "date", ".metadata.creationTimestamp");
+    match kind {
+        "Role" => {
+            columns.push(column("CONN LIMIT", "integer", ".spec.forProvider.connectionLimit"));
+            columns.push(column("PRIVILEGES", "string", ".status.atProvider.privilegesAsClauses"));
+        }
+        "Grant" => {
+            columns.push(age);
+            columns.push(column("ROLE", "string", ".spec.forProvider.role"));
+            columns.push(column("MEMBER OF", "string", ".spec.forProvider.memberOf"));
+            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
+            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
+        }
+        "Extension" => {
+            columns.push(column("EXTENSION", "string", ".spec.forProvider.extension"));
+            columns.push(column("VERSION", "string", ".spec.forProvider.version"));
+            columns.push(age);
+        }
+        "DefaultPrivileges" => {
+            columns.push(age);
+            columns.push(column("ROLE", "string", ".spec.forProvider.role"));
+            columns.push(column("TARGET-ROLE", "string", ".spec.forProvider.targetRole"));
+            columns.push(column("SCHEMA", "string", ".spec.forProvider.schema"));
+            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
+            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
+        }
+        _ => {
+            columns.push(column("EXTERNAL-NAME", "string", ".metadata.annotations.crossplane\\.io/external-name"));
+            columns.push(age);
+        }
+    }
+    columns
+}
+
+fn managed_crd(group: &str, kind: &str, plural: &str, namespaced: bool) -> Value {
+    let (for_provider, at_provider) = match kind {
+        "Database" => (database(), json!({"type": "object"})),
+        "Role" => (role(), role_status()),
+        "Grant" => (grant(), json!({"type": "object"})),
+        "Extension" => (extension(), json!({"type": "object"})),
+        "Schema" => (schema(), json!({"type": "object"})),
+        _ => (default_privileges(), json!({"type": "object"})),
+    };
+    let crd = ManagedCrd {
+        group: group.into(),
+        version: VERSION.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced,
+        categories: vec!["sql".into()],
+        for_provider,
+        at_provider,
+        extra_columns: Vec::new(),
+        for_provider_required: true,
+    };
+    let mut rendered = crd.render();
+    if let Some(version) = rendered.pointer_mut("/spec/versions/0") {
+        version["additionalPrinterColumns"] = Value::Array(columns(kind));
+    }
+    rendered
+}
+
+/// The spec of a PostgreSQL ProviderConfig. `namespaced_secret`: the connection Secret is
+/// in the config's own namespace (a namespaced ProviderConfig), so only its name is given.
+fn pg_config_spec(namespaced_secret: bool) -> Value {
+    let secret_ref = if namespaced_secret {
+        json!({"type": "object", "required": ["name"], "properties": {"name": string()}})
+    } else {
+        json!({"type": "object", "required": ["name", "namespace"], "properties": {"name": string(), "namespace": string()}})
+    };
+    json!({"type": "object", "required": ["credentials"], "properties": {
+        "credentials": {"type": "object", "required": ["source"], "properties": {
+            "source": {"type": "string", "enum": ["PostgreSQLConnectionSecret"]},
+            "connectionSecretRef": secret_ref,
+            "secretKeyMapping": {"type": "object", "properties": {
+                "endpoint": {"type": "string", "default": "endpoint"},
+                "port": {"type": "string", "default": "port"},
+                "username": {"type": "string", "default": "username"},
+                "password": {"type": "string", "default": "password"}
+            }}
+        }},
+        "defaultDatabase": {"type": "string", "default": "postgres"},
+        "sslMode": {"type": "string", "enum": ["disable", "require", "verify-ca", "verify-full"]}
+    }})
+}
+
+/// Every PostgreSQL CRD, cluster-scoped and namespaced.
+pub fn postgresql_crds() -> Vec<Value> {
+    let mut crds = Vec::new();
+    for (group, namespaced) in [(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)] {
+        for (kind, plural, _) in super::PG_KINDS {
+            crds.push(managed_crd(group, kind, plural, namespaced));
+        }
+        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, pg_config_spec(namespaced), &["sql"]));
+        if namespaced {
+            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, pg_config_spec(false), &["sql"]));
+        }
+        crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
+    }
+    crds
+}
