@@ -62,6 +62,11 @@ pub enum Command {
         /// While a circuit is open, how often the composite is woken for the events held back.
         #[arg(long, value_name = "SECONDS", default_value_t = 30)]
         circuit_breaker_probe_interval: u64,
+        /// The directory function-go-templating's `source: FileSystem` templates are read
+        /// from: a `fileSystem.dirPath` names a folder under it (`/templates` is
+        /// DIR/templates). Without it, FileSystem sources are refused.
+        #[arg(long, value_name = "DIR")]
+        go_templating_dir: Option<PathBuf>,
     },
     /// Trace a claim, composite, managed resource or package: its tree of objects and why
     /// they are or are not ready.
@@ -103,6 +108,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             circuit_breaker_refill_rate,
             circuit_breaker_cooldown,
             circuit_breaker_probe_interval,
+            go_templating_dir,
         } => {
             anyhow::ensure!(
                 circuit_breaker_burst.is_finite() && circuit_breaker_burst >= 1.0,
@@ -125,6 +131,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,
+                functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },
             })
         }
         Command::Bench { which } => bench::run(which),

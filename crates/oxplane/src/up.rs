@@ -20,6 +20,8 @@ pub struct UpOptions {
     pub reassert: Duration,
     /// Each composite's watch circuit breaker.
     pub circuit: oxplane_runtime::circuit::CircuitConfig,
+    /// How built-in functions are configured.
+    pub functions: oxplane_functions::builtin::BuiltinOptions,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -46,7 +48,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             &controllers,
             CoreOptions {
                 providers: oxplane_providers::catalog(),
-                functions: oxplane_functions::builtin::builtin_names().into_iter().filter_map(|name| Some((name, oxplane_functions::builtin::builtin(name)?))).collect(),
+                functions: oxplane_functions::builtin::catalog(&options.functions),
                 install: options.providers,
                 reassert: options.reassert,
                 circuit: options.circuit,

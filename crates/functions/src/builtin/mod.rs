@@ -8,11 +8,15 @@
 //! - [`environment_configs`]: `function-environment-configs` ([`EnvironmentConfigs`]).
 //! - [`extra_resources`]: `function-extra-resources` ([`ExtraResources`]).
 //! - [`go_templating`]: `function-go-templating` ([`go_templating::GoTemplating`]).
+//! - [`cel_filter`]: `function-cel-filter` ([`CelFilter`]).
+//! - [`dummy`]: `function-dummy` ([`Dummy`]).
 //!
 //! The last two share `selection` (sources by reference or label selector, requirements,
 //! sorting, merging).
 
 pub mod auto_ready;
+pub mod cel_filter;
+pub mod dummy;
 pub mod environment_configs;
 pub mod extra_resources;
 pub mod go_templating;
@@ -37,6 +41,34 @@ pub const EXTRA_RESOURCES: &str = "function-extra-resources";
 
 /// The package name of function-go-templating.
 pub const GO_TEMPLATING: &str = "function-go-templating";
+
+/// The package name of function-cel-filter.
+pub const CEL_FILTER: &str = "function-cel-filter";
+
+/// The package name of function-dummy.
+pub const DUMMY: &str = "function-dummy";
+
+/// function-cel-filter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CelFilter;
+
+#[async_trait::async_trait]
+impl Function for CelFilter {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(cel_filter::run(&request))
+    }
+}
+
+/// function-dummy.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Dummy;
+
+#[async_trait::async_trait]
+impl Function for Dummy {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        Ok(dummy::run(&request))
+    }
+}
 
 /// function-patch-and-transform.
 #[derive(Clone, Copy, Debug, Default)]
@@ -90,13 +122,37 @@ pub fn builtin(name: &str) -> Option<Arc<dyn Function>> {
         ENVIRONMENT_CONFIGS => Some(Arc::new(EnvironmentConfigs)),
         EXTRA_RESOURCES => Some(Arc::new(ExtraResources)),
         GO_TEMPLATING => Some(Arc::new(go_templating::GoTemplating::default())),
+        CEL_FILTER => Some(Arc::new(CelFilter)),
+        DUMMY => Some(Arc::new(Dummy)),
         _ => None,
     }
 }
 
+/// What built-in functions are started with.
+#[derive(Clone, Debug, Default)]
+pub struct BuiltinOptions {
+    /// The directory function-go-templating's `FileSystem` sources read under (none: such
+    /// sources are refused).
+    pub go_templating_dir: Option<std::path::PathBuf>,
+}
+
+/// Every built-in function by package name, configured with `options`.
+pub fn catalog(options: &BuiltinOptions) -> Vec<(&'static str, Arc<dyn Function>)> {
+    builtin_names()
+        .into_iter()
+        .filter_map(|name| {
+            let function: Arc<dyn Function> = match name {
+                GO_TEMPLATING => Arc::new(go_templating::GoTemplating::with_root(options.go_templating_dir.clone())),
+                _ => builtin(name)?,
+            };
+            Some((name, function))
+        })
+        .collect()
+}
+
 /// The package names of every built-in function.
 pub fn builtin_names() -> Vec<&'static str> {
-    vec![PATCH_AND_TRANSFORM, AUTO_READY, ENVIRONMENT_CONFIGS, EXTRA_RESOURCES, GO_TEMPLATING]
+    vec![PATCH_AND_TRANSFORM, AUTO_READY, ENVIRONMENT_CONFIGS, EXTRA_RESOURCES, GO_TEMPLATING, CEL_FILTER, DUMMY]
 }
 
 #[cfg(test)]
@@ -114,7 +170,9 @@ mod tests {
                 "function-auto-ready",
                 "function-environment-configs",
                 "function-extra-resources",
-                "function-go-templating"
+                "function-go-templating",
+                "function-cel-filter",
+                "function-dummy"
             ]
         );
         for name in builtin_names() {
