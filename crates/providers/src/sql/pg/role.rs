@@ -218,12 +218,13 @@ impl ExternalClient for RoleClient {
         at_provider["configurationParameters"] = json!(parameters);
         managed.set_at_provider(at_provider);
         managed.set_condition(Condition::available());
-        let referenced = self.referenced_password(managed).await.ok().flatten();
         Ok(ExternalObservation {
             resource_exists: true,
             resource_up_to_date: drifted.is_empty(),
             resource_late_initialized: late,
-            connection_details: self.pg.server.connection_details(&name, referenced.as_deref()),
+            // No password here: the published one is what tells whether it must be set again
+            // (create and update publish it once set).
+            connection_details: self.pg.server.connection_details(&name, None),
             diff: drifted.join(", "),
             ..Default::default()
         })
