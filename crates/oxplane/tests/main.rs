@@ -8,6 +8,7 @@ mod cli;
 mod composition;
 mod deletion;
 mod gc_crash;
+mod go_templating;
 mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_resources;
