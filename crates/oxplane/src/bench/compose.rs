@@ -4,7 +4,9 @@
 //! XR is Ready, the XR reconciles per second meanwhile, the server's peak RSS, and how long a
 //! change of a composed resource takes to show in its XR's status (p50/p99). The baseline, in
 //! the same run, is creating the same XRs and their 3,000 NopResources through the API with no
-//! controller at all.
+//! controller at all. Then, on a fresh server, the same XRs composed by a function-go-templating
+//! Composition of the same shape (three NopResources, the size copied in, the marker copied
+//! back): `xr_1000_ready_gotemplating_s`, beside its ratio to the patch-and-transform run.
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -53,6 +55,11 @@ apiVersion: pkg.crossplane.io/v1
 kind: Function
 metadata: {name: function-auto-ready}
 spec: {package: xpkg.crossplane.io/crossplane-contrib/function-auto-ready:v0.5.0}
+---
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata: {name: function-go-templating}
+spec: {package: xpkg.crossplane.io/crossplane-contrib/function-go-templating:v0.9.2}
 ---
 apiVersion: apiextensions.crossplane.io/v1
 kind: CompositeResourceDefinition
@@ -157,6 +164,82 @@ async fn reconciles(client: &kube::Client) -> anyhow::Result<f64> {
         .sum())
 }
 
+/// The same shape as [`COMPOSITION`], written as a Go template.
+const GO_TEMPLATING_COMPOSITION: &str = r#"
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata: {name: xbenches}
+spec:
+  compositeTypeRef: {apiVersion: bench.oxplane.io/v1, kind: XBench}
+  mode: Pipeline
+  pipeline:
+  - step: compose
+    functionRef: {name: function-go-templating}
+    input:
+      apiVersion: gotemplating.fn.crossplane.io/v1beta1
+      kind: GoTemplate
+      source: Inline
+      inline:
+        template: |
+          {{- $xr := .observed.composite.resource }}
+          {{- range $name := list "a" "b" "c" }}
+          ---
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource
+          metadata:
+            annotations:
+              {{ setResourceNameAnnotation $name }}
+          spec:
+            forProvider:
+              conditionAfter: [{time: 0s, conditionType: Ready, conditionStatus: "True"}]
+              {{- if eq $name "a" }}
+              fields:
+                size: {{ $xr.spec.size }}
+              {{- end }}
+          {{- end }}
+          {{- with getComposedResource . "a" }}{{ with .spec.forProvider.fields.marker }}
+          ---
+          apiVersion: bench.oxplane.io/v1
+          kind: XBench
+          status:
+            marker: {{ . }}
+          {{- end }}{{ end }}
+  - step: ready
+    functionRef: {name: function-auto-ready}
+"#;
+
+/// Creates `total` XRs on a server set up with `composition` and returns the seconds until
+/// every one is Ready.
+async fn xrs_ready(client: &kube::Client, composition: &str, total: usize, clients: usize) -> anyhow::Result<f64> {
+    wait_served(client, "nop.crossplane.io", "v1alpha1", "NopResource").await?;
+    create_yaml(client, SETUP).await?;
+    wait_served(client, "bench.oxplane.io", "v1", "XBench").await?;
+    create_yaml(client, composition).await?;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let xr_api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("bench.oxplane.io", "v1", "XBench", "xbenches"));
+    let watch_api = xr_api.clone();
+    let readiness = tokio::spawn(async move {
+        let mut seen = HashSet::new();
+        let mut stream = watcher(watch_api, watcher::Config::default()).applied_objects().boxed();
+        while seen.len() < total {
+            match stream.try_next().await {
+                Ok(Some(object)) if ready(&object) => {
+                    seen.insert(object.metadata.name.unwrap_or_default());
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        Instant::now()
+    });
+    let started = Instant::now();
+    let xrs: Vec<DynamicObject> = (0..total).map(xr).collect::<anyhow::Result<_>>()?;
+    create_many(&xr_api, xrs, clients).await?;
+    let done = tokio::time::timeout(Duration::from_secs(600), readiness).await.context("XRs did not become Ready in 10 minutes")??;
+    Ok(done.duration_since(started).as_secs_f64())
+}
+
 /// The peak resident memory of a process, in MiB.
 fn peak_rss_mb(pid: u32) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -202,35 +285,9 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         server_args.extend(args.server_args.iter().map(String::as_str));
         let server = ServerProcess::start_with(&tmp.path().join("compose"), &server_args)?;
         let client = server.client().await?;
-        wait_served(&client, "nop.crossplane.io", "v1alpha1", "NopResource").await?;
-        create_yaml(&client, SETUP).await?;
-        wait_served(&client, "bench.oxplane.io", "v1", "XBench").await?;
-        create_yaml(&client, COMPOSITION).await?;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-        let xr_api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("bench.oxplane.io", "v1", "XBench", "xbenches"));
         let before = reconciles(&client).await?;
-        let total = args.xrs;
-        let watch_api = xr_api.clone();
-        let readiness = tokio::spawn(async move {
-            let mut seen = HashSet::new();
-            let mut stream = watcher(watch_api, watcher::Config::default()).applied_objects().boxed();
-            while seen.len() < total {
-                match stream.try_next().await {
-                    Ok(Some(object)) if ready(&object) => {
-                        seen.insert(object.metadata.name.unwrap_or_default());
-                    }
-                    Ok(Some(_)) => {}
-                    Ok(None) => break,
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
-            Instant::now()
-        });
-        let started = Instant::now();
-        let xrs: Vec<DynamicObject> = (0..args.xrs).map(xr).collect::<anyhow::Result<_>>()?;
-        create_many(&xr_api, xrs, args.clients).await?;
-        let done = tokio::time::timeout(Duration::from_secs(600), readiness).await.context("XRs did not become Ready in 10 minutes")??;
-        let ready_s = done.duration_since(started).as_secs_f64();
+        let ready_s = xrs_ready(&client, COMPOSITION, args.xrs, args.clients).await?;
+        let xr_api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("bench.oxplane.io", "v1", "XBench", "xbenches"));
         let reconciled = reconciles(&client).await? - before;
         report.add("xr_1000_ready_s", ready_s, "s");
         report.add("xr_reconciles", reconciled, "reconciles");
@@ -267,6 +324,15 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.add("composed_change_p50_ms", latencies.percentile_ms(50.0), "ms");
         report.add("composed_change_p99_ms", latencies.percentile_ms(99.0), "ms");
         report.add("peak_rss_mb", peak_rss_mb(server.pid())?, "MiB");
+        drop(client);
+        drop(server);
+
+        // The same composition written for function-go-templating, on a fresh server.
+        let server = ServerProcess::start_with(&tmp.path().join("compose-gotemplating"), &server_args)?;
+        let client = server.client().await?;
+        let gt_s = xrs_ready(&client, GO_TEMPLATING_COMPOSITION, args.xrs, args.clients).await?;
+        report.add("xr_1000_ready_gotemplating_s", gt_s, "s");
+        report.add("gotemplating_to_pt_ratio", gt_s / ready_s.max(f64::MIN_POSITIVE), "x");
         anyhow::Ok(())
     })?;
     report.print(args.json)
