@@ -10,16 +10,19 @@
 //! - [`gotemplate`]: Go's `text/template` with Sprig's functions.
 //! - [`fieldpath`]: Crossplane field paths (`spec.items[0].name`), read, written, deleted and
 //!   merged into JSON values.
+//! - [`grpc`]: the protocol over gRPC: the `.proto` messages, a client for functions served
+//!   elsewhere, a server for any function, and the CA that secures both with mutual TLS.
 //! - [`golang`]: Go's renderings users see in Crossplane's output (`fmt.Sprintf`,
 //!   `encoding/json`, durations).
 //!
-//! This crate does no Kubernetes I/O: a function sees only its request and answers with a
+//! This crate does no Kubernetes I/O (its only network I/O is gRPC to and from functions): a function sees only its request and answers with a
 //! response; anything it needs from the cluster it asks for through `requirements`.
 
 pub mod builtin;
 pub mod fieldpath;
 pub mod golang;
 pub mod gotemplate;
+pub mod grpc;
 pub mod protocol;
 
 pub use builtin::{AutoReady, EnvironmentConfigs, ExtraResources, PatchAndTransform, builtin, builtin_names};

@@ -294,6 +294,14 @@ pub enum FunctionError {
     /// The function answered something that is not a valid response.
     #[error("invalid function response: {0}")]
     InvalidResponse(String),
+    /// A function served elsewhere could not be called, or its answer was not usable.
+    #[error("cannot run Function {function:?}: {cause}")]
+    Remote {
+        /// The Function's name.
+        function: String,
+        /// What went wrong.
+        cause: String,
+    },
 }
 
 /// A composition function, built in or remote.

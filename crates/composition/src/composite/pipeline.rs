@@ -16,7 +16,6 @@ use oxplane_runtime::Runtime;
 use oxplane_runtime::kinds::Gvk;
 use oxplane_runtime::managed::connection;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use crate::packages::FunctionRegistry;
 
@@ -164,7 +163,7 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         let mut last_requirements: Option<Requirements> = None;
         let mut calls = 0;
         let response: RunFunctionResponse = loop {
-            request.meta.tag = tag(&request);
+            request.meta.tag = oxplane_functions::grpc::tag(&request);
             let response = function.run(request.clone()).await.map_err(|e| format!("cannot run Composition pipeline step {:?}: {e}", step.name))?;
             calls += 1;
             if response.results.iter().any(|r| r.severity == Severity::Fatal) || response.requirements.is_empty() {
@@ -214,14 +213,6 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
     }
     outcome.desired = desired;
     Ok(outcome)
-}
-
-/// A request's tag: a hash of everything in it, so identical requests share a tag.
-fn tag(request: &RunFunctionRequest) -> String {
-    let mut clean = request.clone();
-    clean.meta.tag.clear();
-    let digest = Sha256::digest(format!("{clean:?}").as_bytes());
-    digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Fetches the resources a selector names (sorted by namespace and name); an empty list when
