@@ -15,8 +15,9 @@
 //! - [`golang`]: Go's renderings users see in Crossplane's output (`fmt.Sprintf`,
 //!   `encoding/json`, durations).
 //!
-//! This crate does no Kubernetes I/O (its only network I/O is gRPC to and from functions): a function sees only its request and answers with a
-//! response; anything it needs from the cluster it asks for through `requirements`.
+//! This crate does no Kubernetes I/O (its only network I/O is gRPC to and from functions): a
+//! function sees only its request and answers with a response; anything it needs from the
+//! cluster it asks for through `requirements`.
 
 pub mod builtin;
 pub mod fieldpath;
