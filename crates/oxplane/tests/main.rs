@@ -17,6 +17,7 @@ mod managed_crash;
 mod providers;
 mod python_client;
 mod realtime;
+mod sql;
 mod trace;
 mod up;
 mod usages;

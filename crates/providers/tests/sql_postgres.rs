@@ -15,7 +15,7 @@ use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::managed::connection;
 use oxplane_runtime::provider::ProviderHandle;
 use serde_json::{Value, json};
-use support::postgres::{PASSWORD, Postgres};
+use oxplane_providers::sql::testing::{PASSWORD, Postgres};
 use support::{events_of, install, start, wait_for, wait_object};
 
 const PACKAGE: &str = "xpkg.crossplane.io/crossplane-contrib/provider-sql:v0.13.0";

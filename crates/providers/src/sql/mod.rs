@@ -11,12 +11,14 @@
 //! - `refs.rs`: `xRef` / `xSelector` resolution to external names.
 //! - `schemas.rs`: the CRDs' schemas and printer columns.
 //! - `pg/`: the PostgreSQL pools and one file per kind.
+//! - `testing.rs`: a private PostgreSQL server for tests.
 
 pub mod pg;
 pub mod quote;
 pub mod refs;
 pub mod schemas;
 pub mod server;
+pub mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;

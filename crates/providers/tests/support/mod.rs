@@ -3,8 +3,6 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-pub mod postgres;
-
 use std::time::Duration;
 
 use oxplane_apiserver::testing::RunningServer;

@@ -1,9 +1,9 @@
-//! One private PostgreSQL server for the whole test binary: started on first use on
-//! 127.0.0.1 at a free port with a temporary data directory (as the `postgres` user when
-//! the tests run as root, since PostgreSQL refuses to run as root), and stopped by a watchdog
-//! when the test process exits.
+//! For tests: one private PostgreSQL server per test process, started on first use on
+//! 127.0.0.1 at a free port with a temporary data directory (as the `postgres` user when the
+//! tests run as root, since PostgreSQL refuses to run as root), and stopped by a watchdog
+//! when the process exits. Panics when it cannot start: it is test support only.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,7 +16,6 @@ pub const PASSWORD: &str = "pg-admin-Secret-42";
 pub struct Postgres {
     /// Its port on 127.0.0.1.
     pub port: u16,
-    dir: PathBuf,
 }
 
 /// The server directory of the installed PostgreSQL: `pg_config --bindir`, else the newest
@@ -113,7 +112,7 @@ impl Postgres {
             dir = dir.display(),
         );
         Command::new("setsid").args(["sh", "-c", &stop]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        Postgres { port, dir }
+        Postgres { port }
     }
 
     /// Runs SQL with `psql` as the superuser in `database`; the output, one row a line,
