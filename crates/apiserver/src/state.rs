@@ -28,6 +28,8 @@ pub struct AppState {
     pub admission: AdmissionChain,
     /// The admin bearer token.
     pub token: String,
+    /// Who requests are from (bearer tokens, client certificates).
+    pub authenticator: crate::authn::Authenticator,
     /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
     pub ready: AtomicBool,
     /// OpenAPI documents, cached per registry generation.
@@ -50,6 +52,7 @@ impl AppState {
             cache,
             registry,
             admission: AdmissionChain::with_builtins(),
+            authenticator: crate::authn::Authenticator { tokens: crate::authn::StaticTokens::admin(&token) },
             token,
             ready: AtomicBool::new(false),
             openapi: Default::default(),

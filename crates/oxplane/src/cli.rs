@@ -38,6 +38,10 @@ pub enum Command {
         /// Mutating requests in flight before the server answers 429 (0 = unlimited).
         #[arg(long, value_name = "N", default_value_t = oxplane_apiserver::http::inflight::DEFAULT_MUTATING)]
         max_mutating_requests_inflight: usize,
+        /// Bearer tokens and their users, one CSV line each: token,user,uid,"group1,group2"
+        /// (kube-apiserver's --token-auth-file format).
+        #[arg(long, value_name = "FILE")]
+        token_auth_file: Option<PathBuf>,
         /// A built-in provider to install at start (e.g. provider-nop), or a package reference
         /// naming one; repeatable.
         #[arg(long = "provider", value_name = "NAME")]
@@ -101,6 +105,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             watch_cache_window,
             max_requests_inflight,
             max_mutating_requests_inflight,
+            token_auth_file,
             providers,
             watch_grace_period,
             watch_reassert_interval,
@@ -128,6 +133,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             config.watch_cache_window = watch_cache_window;
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
+            config.token_auth_file = token_auth_file;
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,

@@ -16,9 +16,15 @@
 //!
 //! A request with no valid credentials never reaches a handler: it is answered 401.
 
+pub mod tokens;
+pub mod x509;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+
+pub use tokens::StaticTokens;
+pub use x509::{CertificateAuthenticator, PeerCertificate};
 
 /// Group every authenticated user is in.
 pub const AUTHENTICATED: &str = "system:authenticated";
@@ -64,6 +70,38 @@ impl UserInfo {
     /// Whether the user is in `group`.
     pub fn in_group(&self, group: &str) -> bool {
         self.groups.iter().any(|g| g == group)
+    }
+}
+
+/// Every credential the server accepts: client certificates (checked per connection, see
+/// [`x509`]) and bearer tokens ([`tokens`]). `system:anonymous` is refused.
+#[derive(Clone, Debug, Default)]
+pub struct Authenticator {
+    /// Bearer tokens: the admin token and the token file's.
+    pub tokens: StaticTokens,
+}
+
+impl Authenticator {
+    /// Who a request is from, given its `Authorization` header and its connection's client
+    /// certificate; or why it is refused (401). A valid certificate wins, as in
+    /// kube-apiserver's union of authenticators; a bearer token that matches nothing is refused
+    /// even when the certificate is not valid either.
+    pub fn authenticate(&self, authorization: Option<&str>, peer: Option<&PeerCertificate>) -> Result<UserInfo, String> {
+        if let Some(PeerCertificate::Valid(user)) = peer {
+            return Ok(user.clone());
+        }
+        if let Some(header) = authorization {
+            let token = header
+                .strip_prefix("Bearer ")
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .ok_or_else(|| "the Authorization header is not a bearer token".to_string())?;
+            return self.tokens.user(token).cloned().ok_or_else(|| "invalid bearer token".to_string());
+        }
+        match peer {
+            Some(PeerCertificate::Invalid(why)) => Err(format!("invalid client certificate: {why}")),
+            _ => Err("no credentials (anonymous requests are not allowed)".to_string()),
+        }
     }
 }
 

@@ -26,7 +26,6 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use crate::authn::UserInfo;
-use crate::server::auth;
 use crate::status::{ApiError, Reason};
 
 /// Largest request body accepted (Kubernetes' limit is 3 MiB).
@@ -44,6 +43,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/apis/{group}/{version}", get(discovery::group_resources))
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
+        .route("/apis/authentication.k8s.io/v1/selfsubjectreviews", axum::routing::post(self_subject_review))
         .route("/metrics", get(health::metrics))
         .route("/debug/oxplane/{name}", get(extensions::debug_page))
         .route("/openapi/v2", get(openapi_v2))
@@ -85,10 +85,16 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
         Some(user) if in_process => user.clone(),
         _ => {
             let presented = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-            if !auth::is_authorized(presented, &state.token) {
-                return ApiError::new(Reason::Unauthorized, "Unauthorized").into_response();
-            }
-            let user = UserInfo::admin();
+            let peer = request.extensions().get::<crate::authn::PeerCertificate>();
+            let user = match state.authenticator.authenticate(presented, peer) {
+                Ok(user) => user,
+                Err(why) => {
+                    // kube-apiserver says no more than "Unauthorized" to the client; the cause
+                    // goes to the log.
+                    tracing::debug!(%why, path = %request.uri().path(), "request refused: not authenticated");
+                    return ApiError::new(Reason::Unauthorized, "Unauthorized").into_response();
+                }
+            };
             request.extensions_mut().insert(user.clone());
             user
         }
@@ -96,6 +102,17 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
     let mut response = next.run(request).await;
     response.extensions_mut().insert(user);
     response
+}
+
+/// `SelfSubjectReview` (`kubectl auth whoami`): who the request was made as.
+async fn self_subject_review(axum::Extension(user): axum::Extension<UserInfo>) -> Response {
+    let review = serde_json::json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "SelfSubjectReview",
+        "metadata": {"creationTimestamp": null},
+        "status": {"userInfo": user},
+    });
+    (axum::http::StatusCode::CREATED, axum::Json(review)).into_response()
 }
 
 /// `/openapi/v2`: protobuf when the client accepts it (kubectl), else JSON.

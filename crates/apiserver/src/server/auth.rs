@@ -1,5 +1,5 @@
 //! Bearer-token authentication: one admin token, generated on first start and kept in the data
-//! directory. Requests without it get 401 `Unauthorized`, except the health endpoints.
+//! directory; [`crate::authn`] takes it for the admin's.
 
 use std::path::Path;
 
@@ -27,25 +27,9 @@ pub fn ensure_token(dir: &Path) -> Result<String, ServeError> {
     Ok(token)
 }
 
-/// Whether an `Authorization` header value carries `token`, compared in constant time.
-pub fn is_authorized(header: Option<&str>, token: &str) -> bool {
-    let Some(presented) = header.and_then(|h| h.strip_prefix("Bearer ")) else { return false };
-    let (a, b) = (presented.trim().as_bytes(), token.as_bytes());
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn only_the_exact_bearer_token_is_accepted() {
-        assert!(is_authorized(Some("Bearer abc"), "abc"));
-        assert!(!is_authorized(Some("Bearer abd"), "abc"));
-        assert!(!is_authorized(Some("Bearer ab"), "abc"));
-        assert!(!is_authorized(Some("Basic abc"), "abc"));
-        assert!(!is_authorized(None, "abc"));
-    }
 
     #[test]
     fn the_token_is_generated_once_and_kept() {

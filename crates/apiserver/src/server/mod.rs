@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub max_requests_inflight: usize,
     /// Mutating requests in flight before 429 (0 = unlimited).
     pub max_mutating_requests_inflight: usize,
+    /// A static token file (kube-apiserver's `--token-auth-file` CSV format).
+    pub token_auth_file: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -55,6 +57,7 @@ impl ServerConfig {
             watch_bookmark_interval: http::watch::DEFAULT_BOOKMARK_INTERVAL,
             max_requests_inflight: http::inflight::DEFAULT_READONLY,
             max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
+            token_auth_file: None,
         }
     }
 }
@@ -101,6 +104,9 @@ impl Server {
         state.inflight =
             Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
         state.bookmark_interval = config.watch_bookmark_interval;
+        if let Some(file) = &config.token_auth_file {
+            state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
+        }
         let state = Arc::new(state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
@@ -132,7 +138,8 @@ impl Server {
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
         let Server { dir, store, state, listener, local, certs, token } = self;
-        let tls_config = tls::server_config(&certs)?;
+        let client_certs = crate::authn::CertificateAuthenticator::new(&certs.ca_pem).map_err(ServeError::Tls)?;
+        let tls_config = tls::server_config(&certs, client_certs.tls_verifier())?;
         let _controllers = crate::controllers::start(&state);
         kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
         state.ready.store(true, Ordering::SeqCst);
@@ -160,7 +167,8 @@ impl Server {
                         tracing::debug!(%error, %peer, "cannot set TCP_NODELAY");
                     }
                     let acceptor = acceptor.clone();
-                    let service = TowerToHyperService::new(router.clone());
+                    let router = router.clone();
+                    let client_certs = client_certs.clone();
                     let watcher = graceful.watcher();
                     tokio::spawn(async move {
                         let tls = match acceptor.accept(tcp).await {
@@ -170,6 +178,17 @@ impl Server {
                                 return;
                             }
                         };
+                        // The client certificate is checked once per connection; each request
+                        // carries the outcome to the authentication middleware.
+                        let certificate = tls.get_ref().1.peer_certificates().map(|chain| client_certs.check(chain));
+                        let service = TowerToHyperService::new(tower::ServiceBuilder::new()
+                            .map_request(move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                                if let Some(certificate) = &certificate {
+                                    request.extensions_mut().insert(certificate.clone());
+                                }
+                                request
+                            })
+                            .service(router));
                         let builder = auto::Builder::new(TokioExecutor::new());
                         let connection = builder.serve_connection_with_upgrades(TokioIo::new(tls), service);
                         if let Err(error) = watcher.watch(connection.into_owned()).await {

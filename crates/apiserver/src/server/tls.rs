@@ -77,8 +77,12 @@ fn generate(names: &[String]) -> Result<(Certificates, String), ServeError> {
     Ok((Certificates { ca_pem, cert_pem: cert.pem(), key_pem: key.serialize_pem() }, ca_key_pem))
 }
 
-/// A rustls server configuration serving HTTP/2 and HTTP/1.1 with the serving certificate.
-pub fn server_config(certs: &Certificates) -> Result<Arc<rustls::ServerConfig>, ServeError> {
+/// A rustls server configuration serving HTTP/2 and HTTP/1.1 with the serving certificate,
+/// asking clients for a certificate through `client_auth` (see [`crate::authn::x509`]).
+pub fn server_config(
+    certs: &Certificates,
+    client_auth: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+) -> Result<Arc<rustls::ServerConfig>, ServeError> {
     let tls = |e: &dyn std::fmt::Display| ServeError::Tls(e.to_string());
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(certs.cert_pem.as_bytes())
         .collect::<Result<_, _>>()
@@ -88,9 +92,32 @@ pub fn server_config(certs: &Certificates) -> Result<Arc<rustls::ServerConfig>, 
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| tls(&e))?
-        .with_no_client_auth()
+        .with_client_cert_verifier(client_auth)
         .with_single_cert(chain, key)
         .map_err(|e| tls(&e))?;
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// A client certificate for `user` in `groups` (common name and organizations), signed by the
+/// CA in `dir/pki`; returns the certificate and its key as PEM.
+pub fn issue_client_certificate(dir: &Path, user: &str, groups: &[String]) -> Result<(String, String), ServeError> {
+    let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
+    let pki = dir.join("pki");
+    let read = |f: &str| {
+        let path = pki.join(f);
+        std::fs::read_to_string(&path).map_err(|e| ServeError::io(format!("reading {}", path.display()), e))
+    };
+    let ca_key = KeyPair::from_pem(&read(CA_KEY)?).map_err(tls)?;
+    let issuer = Issuer::from_ca_cert_pem(&read(CA_CERT)?, ca_key).map_err(tls)?;
+    let key = KeyPair::generate().map_err(tls)?;
+    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
+    params.distinguished_name.push(DnType::CommonName, user);
+    for group in groups {
+        params.distinguished_name.push(DnType::OrganizationName, group.as_str());
+    }
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let cert = params.signed_by(&key, &issuer).map_err(tls)?;
+    Ok((cert.pem(), key.serialize_pem()))
 }
