@@ -174,8 +174,7 @@ fn proto_bytes(s: &str) -> Result<Vec<u8>, String> {
 fn proto_duration(s: &str) -> Result<Duration, String> {
     s.strip_suffix('s')
         .and_then(|n| n.parse::<f64>().ok())
-        .filter(|f| f.is_finite() && *f >= 0.0)
-        .map(Duration::from_secs_f64)
+        .and_then(|f| Duration::try_from_secs_f64(f).ok())
         .ok_or_else(|| format!("proto: invalid google.protobuf.Duration value {s:?}"))
 }
 

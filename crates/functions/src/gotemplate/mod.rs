@@ -18,8 +18,9 @@
 //! Numbers keep their Go type in their JSON form (see [`crate::golang::value`]): a float
 //! number is a float64 (every number in Crossplane's request is), an integer number an int.
 //! Not reproduced: methods on data (JSON has none), `call` of a function value (JSON holds
-//! none, so `call` always reports a non-function), complex numbers, and nesting of
-//! `template` calls deeper than 1000 (Go allows 100000).
+//! none, so `call` always reports a non-function), complex numbers, nesting of `template`
+//! calls deeper than 1000 (Go allows 100000) and of control structures or parentheses deeper
+//! than 100 (Go has no limit): the engine runs on a thread's fixed stack.
 
 mod builtins;
 mod exec;

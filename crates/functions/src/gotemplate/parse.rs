@@ -186,7 +186,7 @@ pub(crate) fn parse(
         name: name.to_string(),
         left: if left.is_empty() { "{{" } else { left }.to_string(),
         right: if right.is_empty() { "}}" } else { right }.to_string(),
-        tokens, i: 0, vars: vec!["$".to_string()], is_func, trees: BTreeMap::new(), range_depth: 0 };
+        tokens, i: 0, vars: vec!["$".to_string()], is_func, trees: BTreeMap::new(), range_depth: 0, depth: 0 };
     let list = p.parse_top()?;
     let mut trees = std::mem::take(&mut p.trees);
     // An empty top-level tree does not replace one defined earlier (Go's IsEmptyTree rule).
@@ -211,7 +211,12 @@ struct Parser<'a> {
     is_func: &'a dyn Fn(&str) -> bool,
     trees: BTreeMap<String, List>,
     range_depth: usize,
+    /// How deeply control structures and parentheses nest here.
+    depth: usize,
 }
+
+/// Nesting deeper than this is refused: Go's parser grows its stack, ours runs on a thread's.
+const MAX_NESTING: usize = 100;
 
 /// What ended a list.
 enum End {
@@ -363,6 +368,16 @@ impl Parser<'_> {
 
     /// Parses nodes up to `{{end}}` or `{{else}}`.
     fn item_list(&mut self, start_line: usize) -> Result<(List, End), ParseError> {
+        self.depth += 1;
+        let result = self.item_list_inner(start_line);
+        self.depth -= 1;
+        result
+    }
+
+    fn item_list_inner(&mut self, start_line: usize) -> Result<(List, End), ParseError> {
+        if self.depth > MAX_NESTING {
+            return self.error(self.peek().line, format!("exceeded maximum nesting depth ({MAX_NESTING})"));
+        }
         let mut list = Vec::new();
         loop {
             let t = self.peek().clone();
@@ -527,6 +542,16 @@ impl Parser<'_> {
 
     /// A pipeline up to `end` (a right delimiter or right paren).
     fn pipeline(&mut self, context: &str, end: Tok, start: &Token) -> Result<Pipe, ParseError> {
+        self.depth += 1;
+        let result = self.pipeline_inner(context, end, start);
+        self.depth -= 1;
+        result
+    }
+
+    fn pipeline_inner(&mut self, context: &str, end: Tok, start: &Token) -> Result<Pipe, ParseError> {
+        if self.depth > MAX_NESTING {
+            return self.error(start.line, format!("exceeded maximum nesting depth ({MAX_NESTING})"));
+        }
         let first = self.peek_non_space();
         let mut pipe = Pipe { pos: first.pos, is_assign: false, decl: Vec::new(), cmds: Vec::new() };
         // Variable declarations: `$x :=`, `$x =`, `$i, $e :=` (Go's `decls` loop).

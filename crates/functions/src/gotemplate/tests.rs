@@ -696,6 +696,19 @@ fn the_table_has_at_least_300_cases() {
 }
 
 #[test]
+fn deep_nesting_is_refused_not_a_crash() {
+    let deep = format!("{}x{}", "{{if true}}".repeat(2000), "{{end}}".repeat(2000));
+    assert_eq!(render(&deep), Err("template: t:1: exceeded maximum nesting depth (100)".into()));
+    let parens = format!("{{{{{}1{}}}}}", "(".repeat(5000), ")".repeat(5000));
+    assert_eq!(render(&parens), Err("template: t:1: exceeded maximum nesting depth (100)".into()));
+    let fine = format!("{}x{}", "{{if true}}".repeat(90), "{{end}}".repeat(90));
+    assert_eq!(render(&fine).unwrap(), "x");
+    let fine_parens = format!("{{{{{}1{}}}}}", "(".repeat(90), ")".repeat(90));
+    assert_eq!(render(&fine_parens).unwrap(), "1");
+    assert_eq!(render("{{hello}}").unwrap(), "Hello!");
+}
+
+#[test]
 fn custom_delimiters() {
     let mut t = Template::new("t", funcs());
     t.delims("[[", "]]");

@@ -222,6 +222,7 @@ pub(super) fn add(f: &mut Funcs) {
         }
         Ok(a[1].clone())
     }));
+    f.insert("hello", Func::pure(&[], |_| string("Hello!".into())));
     f.insert("empty", Func::pure(&[Any], |a| Ok(Value::Bool(empty(a[0])))));
     f.insert("coalesce", Func::pure_variadic(&[], Any, |a| Ok(a.iter().find(|v| !empty(v)).map_or(Value::Null, |v| (*v).clone()))));
     f.insert("all", Func::pure_variadic(&[], Any, |a| Ok(Value::Bool(a.iter().all(|v| !empty(v))))));
