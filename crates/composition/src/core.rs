@@ -51,6 +51,9 @@ pub struct CoreOptions {
     pub providers: Vec<Arc<dyn BuiltinProvider>>,
     /// The built-in functions, by package name.
     pub functions: Vec<(&'static str, Arc<dyn Function>)>,
+    /// oxplane's certificate authority for functions called with mutual TLS (a directory in
+    /// the data directory); none: only plain-text function endpoints work.
+    pub function_tls_dir: Option<std::path::PathBuf>,
     /// Providers to install at start: names of built-in providers or package references.
     pub install: Vec<String>,
     /// How often XR controllers rebuild their watches from the composites' references.
@@ -91,7 +94,7 @@ impl Core {
         );
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),
-            packages::start_controller(runtime, Arc::new(FunctionInstaller::new(functions.clone(), options.functions))),
+            packages::start_controller(runtime, Arc::new(FunctionInstaller::new(functions.clone(), options.functions).with_tls_dir(options.function_tls_dir))),
             crate::compositions::start_controller(runtime),
             xrds,
         ];

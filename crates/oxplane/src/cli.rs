@@ -81,6 +81,12 @@ pub enum Command {
         #[command(subcommand)]
         which: ResourceCommand,
     },
+    /// Serve a built-in function over gRPC, or write a function's certificates.
+    Function {
+        /// Which.
+        #[command(subcommand)]
+        which: crate::commands::function::FunctionCommand,
+    },
     /// Measure oxplane's performance and print the figures.
     Bench {
         /// Which benchmark.
@@ -141,6 +147,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Bench { which } => bench::run(which),
+        Command::Function { which } => crate::commands::function::run(which, data_dir),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
     }
 }

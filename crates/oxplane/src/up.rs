@@ -35,6 +35,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => {}
             }
         };
+        let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
         let server = Server::start(options.server).await?;
         let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
         {
@@ -49,6 +50,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             CoreOptions {
                 providers: oxplane_providers::catalog(),
                 functions: oxplane_functions::builtin::catalog(&options.functions),
+                function_tls_dir: Some(function_tls_dir),
                 install: options.providers,
                 reassert: options.reassert,
                 circuit: options.circuit,

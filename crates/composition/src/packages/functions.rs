@@ -1,10 +1,27 @@
-//! Installing a built-in function: the Function object's name becomes callable from
-//! composition pipelines (`functionRef.name`), served in-process.
+//! Installing a function: the Function object's name becomes callable from composition
+//! pipelines (`functionRef.name`). Where its calls go:
+//!
+//! - `render.crossplane.io/runtime: Development` (Crossplane's annotation, so the same YAML
+//!   works with `crossplane render`): plain-text gRPC to
+//!   `render.crossplane.io/runtime-development-target` (default `localhost:9443`), a function
+//!   the user started themselves;
+//! - `oxplane.io/function-endpoint: HOST:PORT`: gRPC with mutual TLS to a function the user
+//!   runs elsewhere, with the server certificate directory `oxplane function certs` wrote from
+//!   oxplane's CA;
+//! - otherwise a built-in function, in-process.
+//!
+//! A function reached over gRPC is Healthy while a connection to it can be made; the
+//! revision's `status.endpoint` says where calls go.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::SystemTime;
 
 use oxplane_functions::Function;
+use oxplane_functions::grpc::client::DEFAULT_CALL_TIMEOUT;
+use oxplane_functions::grpc::tls::CertificateAuthority;
+use oxplane_functions::grpc::{FunctionEndpoint, GrpcFunction};
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
 use oxplane_runtime::provider::package_name;
@@ -41,16 +58,85 @@ impl FunctionRegistry {
     }
 }
 
-/// Installs built-in functions into a registry.
+/// `render.crossplane.io/runtime`: `Development` means the user runs the function.
+pub const ANNOTATION_RUNTIME: &str = "render.crossplane.io/runtime";
+/// `render.crossplane.io/runtime-development-target`: where a Development function listens.
+pub const ANNOTATION_DEVELOPMENT_TARGET: &str = "render.crossplane.io/runtime-development-target";
+/// `oxplane.io/function-endpoint`: `HOST:PORT` of a function served with mutual TLS.
+pub const ANNOTATION_ENDPOINT: &str = "oxplane.io/function-endpoint";
+/// Where a Development function listens when no target is given (as `crossplane render`).
+pub const DEFAULT_DEVELOPMENT_TARGET: &str = "localhost:9443";
+
+/// Where a Function's calls go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// A built-in function, in-process.
+    Builtin,
+    /// Plain-text gRPC to `HOST:PORT` (the development annotations).
+    Insecure(String),
+    /// gRPC with mutual TLS to `HOST:PORT`.
+    MutualTls(String),
+}
+
+/// Where the Function object's calls go, from its annotations.
+pub fn placement(package: &Value) -> Placement {
+    let annotation = |key: &str| object::annotation(package, key).map(str::trim).filter(|v| !v.is_empty());
+    if annotation(ANNOTATION_RUNTIME) == Some("Development") {
+        return Placement::Insecure(annotation(ANNOTATION_DEVELOPMENT_TARGET).unwrap_or(DEFAULT_DEVELOPMENT_TARGET).to_string());
+    }
+    match annotation(ANNOTATION_ENDPOINT) {
+        Some(endpoint) => Placement::MutualTls(endpoint.to_string()),
+        None => Placement::Builtin,
+    }
+}
+
+/// Installs functions into a registry.
 pub struct FunctionInstaller {
     registry: Arc<FunctionRegistry>,
     catalog: BTreeMap<&'static str, Arc<dyn Function>>,
+    /// oxplane's CA directory for mutual TLS (none: only plain-text endpoints work).
+    tls_dir: Option<PathBuf>,
+    /// Clients of functions reached over gRPC, by Function name, kept while the endpoint
+    /// stays the same so every call reuses one channel.
+    remotes: Mutex<HashMap<String, Arc<GrpcFunction>>>,
 }
 
 impl FunctionInstaller {
     /// An installer of the given built-in functions (by package name) into `registry`.
     pub fn new(registry: Arc<FunctionRegistry>, catalog: Vec<(&'static str, Arc<dyn Function>)>) -> Self {
-        FunctionInstaller { registry, catalog: catalog.into_iter().collect() }
+        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()) }
+    }
+
+    /// Uses oxplane's CA in `dir` (created on first use) for functions served with mutual TLS.
+    pub fn with_tls_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.tls_dir = dir;
+        self
+    }
+
+    async fn install_remote(&self, name: &str, address: &str, mutual_tls: bool) -> Result<Option<String>, String> {
+        let tls = if mutual_tls {
+            let dir = self.tls_dir.as_deref().ok_or_else(|| format!("cannot call function {name:?} at {address} with mutual TLS: no certificate authority is configured"))?;
+            let ca = CertificateAuthority::load_or_create(dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
+            Some(ca.client_tls(SystemTime::now()).map_err(|e| format!("cannot issue oxplane's client certificate: {e}"))?)
+        } else {
+            None
+        };
+        let endpoint = FunctionEndpoint { address: address.to_string(), tls };
+        let function = {
+            let mut remotes = self.remotes.lock().unwrap_or_else(|p| p.into_inner());
+            match remotes.get(name) {
+                // Same endpoint and certificate: keep the client and its channel.
+                Some(existing) if existing.endpoint() == &endpoint => existing.clone(),
+                _ => {
+                    let function = Arc::new(GrpcFunction::new(name, endpoint, DEFAULT_CALL_TIMEOUT).map_err(|e| e.to_string())?);
+                    remotes.insert(name.to_string(), function.clone());
+                    self.registry.register(name, function.clone());
+                    function
+                }
+            }
+        };
+        function.probe().await.map_err(|cause| format!("cannot reach function {name:?} at {address}: {cause}"))?;
+        Ok(None)
     }
 }
 
@@ -72,7 +158,18 @@ impl Installer for FunctionInstaller {
         self.catalog.keys().copied().collect()
     }
 
+    fn accepts(&self, package: &Value, reference: &str) -> bool {
+        placement(package) != Placement::Builtin || self.catalog.contains_key(package_name(reference))
+    }
+
     async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+        let name = object::name(package).unwrap_or_default();
+        match placement(package) {
+            Placement::Insecure(address) => return self.install_remote(name, &address, false).await,
+            Placement::MutualTls(address) => return self.install_remote(name, &address, true).await,
+            Placement::Builtin => {}
+        }
+        self.remotes.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
         let Some(function) = self.catalog.get(package_name(reference)) else {
             return Err(format!("{reference:?} is not a built-in function"));
         };
@@ -85,14 +182,19 @@ impl Installer for FunctionInstaller {
     }
 
     async fn uninstall(&self, package: &Value) -> Result<Option<String>, String> {
+        self.remotes.lock().unwrap_or_else(|p| p.into_inner()).remove(object::name(package).unwrap_or_default());
         self.registry.unregister(object::name(package).unwrap_or_default());
         Ok(None)
     }
 
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
+        let endpoint = match placement(package) {
+            Placement::Builtin => format!("in-process:///{}", package_name(reference)),
+            Placement::Insecure(address) | Placement::MutualTls(address) => address,
+        };
         let mut status = Map::new();
-        status.insert("endpoint".into(), json!(format!("in-process:///{}", package_name(reference))));
+        status.insert("endpoint".into(), json!(endpoint));
         status
     }
 }

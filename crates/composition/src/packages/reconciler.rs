@@ -31,6 +31,10 @@ pub trait Installer: Send + Sync + 'static {
     fn noun(&self) -> &'static str;
     /// The built-in package names.
     fn builtin_names(&self) -> Vec<&'static str>;
+    /// Whether this package can be installed: by default, when it names a built-in package.
+    fn accepts(&self, _package: &Value, reference: &str) -> bool {
+        self.builtin_names().contains(&package_name(reference))
+    }
     /// Installs the package (idempotent): `Ok(None)` once installed and healthy,
     /// `Ok(Some(what))` while still installing.
     async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String>;
@@ -94,7 +98,7 @@ impl PackageReconciler {
             self.update(package).await?;
         }
         let wanted = package_name(&reference);
-        if reference.is_empty() || !self.installer.builtin_names().contains(&wanted) {
+        if reference.is_empty() || !self.installer.accepts(package, &reference) {
             let message = format!(
                 "cannot install package {reference:?}: oxplane installs only its built-in {noun}s, and {wanted:?} is not one of them; built-in {noun}s: {}",
                 self.installer.builtin_names().join(", "),

@@ -50,6 +50,7 @@ impl Plane {
         let core = Core::start(&runtime, CoreOptions {
             providers: Vec::new(),
             functions,
+            function_tls_dir: Some(server.path().join("pki/functions")),
             install: Vec::new(),
             reassert: Duration::from_secs(2),
             circuit: oxplane_runtime::circuit::CircuitConfig::default(),

@@ -65,6 +65,7 @@ pub struct GrpcFunction {
     name: String,
     endpoint: FunctionEndpoint,
     channel: Channel,
+    connector: Endpoint,
     timeout: Duration,
 }
 
@@ -88,12 +89,33 @@ impl GrpcFunction {
                 .domain_name(tls.server_name.clone().unwrap_or_else(|| host.to_string()));
             builder = builder.tls_config(config).map_err(|e| FunctionError::Unavailable(format!("invalid TLS configuration for {address}: {e}")))?;
         }
-        Ok(GrpcFunction { name: name.to_string(), channel: builder.connect_lazy(), endpoint, timeout })
+        Ok(GrpcFunction { name: name.to_string(), channel: builder.connect_lazy(), connector: builder, endpoint, timeout })
     }
 
     /// The endpoint this client calls.
     pub fn endpoint(&self) -> &FunctionEndpoint {
         &self.endpoint
+    }
+
+    /// Whether the function can be reached: a fresh connection (TCP, the TLS handshake both
+    /// ways, HTTP/2) within [`CONNECT_TIMEOUT`], apart from the channel calls use. The error
+    /// is the cause.
+    pub async fn probe(&self) -> Result<(), String> {
+        match self.connector.connect().await {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let mut causes = vec![error.to_string()];
+                let mut source = std::error::Error::source(&error);
+                while let Some(cause) = source {
+                    let text = cause.to_string();
+                    if !causes.iter().any(|c| c.contains(&text)) {
+                        causes.push(text);
+                    }
+                    source = cause.source();
+                }
+                Err(causes.join(": "))
+            }
+        }
     }
 
     /// Runs the function once with a wire request: v1, then v1beta1 if the function does not

@@ -2,5 +2,6 @@
 //! flags (a clap `Args` struct) and its output, and talks to the API server through the user's
 //! kubeconfig or works offline on files.
 
+pub mod function;
 pub mod kube;
 pub mod trace;
