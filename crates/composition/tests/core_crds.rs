@@ -332,15 +332,15 @@ async fn xrds_default_by_version_and_reject_what_each_version_forbids() {
     // Plural and singular names must be lowercase (an uppercase plural also misnames the XRD).
     let upper = MODERN_XRD.replace("name: xbuckets", "name: xtables").replace("    plural: xbuckets", "    plural: XTables\n    singular: XTable");
     let message = invalid(plane.create("compositeresourcedefinitions", &upper).await);
-    assert!(message.contains("spec.names.plural: Invalid value: \"string\": plural must be lowercase"), "{message}");
-    assert!(message.contains("spec.names.singular: Invalid value: \"string\": singular must be lowercase"), "{message}");
+    assert!(message.contains("spec.names: Invalid value: \"object\": Plural name must be lowercase"), "{message}");
+    assert!(message.contains("spec.names: Invalid value: \"object\": Singular name must be lowercase"), "{message}");
 
     // The group is immutable; claim names may be added once but not changed.
     let modern_api = plane.api("apiextensions.crossplane.io/v2", "CompositeResourceDefinition", "compositeresourcedefinitions", false);
     let regroup = Patch::Merge(json!({"spec": {"group": "other.example.org"}}));
     let result = modern_api.patch("xbuckets.storage.example.org", &PatchParams::default(), &regroup).await;
     let message = invalid(result.map(|o| serde_json::to_value(o).unwrap()));
-    assert!(message.contains("spec.group: Invalid value: \"string\": group is immutable"), "{message}");
+    assert!(message.contains("spec.group: Invalid value: \"string\": Value is immutable"), "{message}");
 
     let unclaimed = LEGACY_XRD.replace("xpostgresqlinstances", "xmysqls").replace("XPostgreSQLInstance", "XMySQL").replace(
         "  claimNames:\n    kind: PostgreSQLInstance\n    plural: postgresqlinstances\n",
