@@ -211,9 +211,20 @@ impl ApiError {
         if let Some(kind) = &d.kind {
             details.insert("kind".into(), json!(kind));
         }
-        if !d.causes.is_empty() {
-            let causes: Vec<Value> = d
-                .causes
+        // Every 422 names its causes, as kube-apiserver's do: kubectl prints only "The Kind
+        // "name" is invalid" for one without. A 422 made from a bare message (a patch or apply
+        // the engine refused) gets that message as its one cause.
+        let mut causes_of = d.causes.clone();
+        if causes_of.is_empty() && self.reason == Reason::Invalid {
+            let message = self.message.split_once(" is invalid: ").map_or(self.message.as_str(), |(_, m)| m);
+            let (field, message) = match message.split_once(": ") {
+                Some((field, rest)) if is_field_path(field) => (field, rest),
+                _ => ("", message),
+            };
+            causes_of.push(Cause { reason: "FieldValueInvalid".into(), message: message.into(), field: field.into() });
+        }
+        if !causes_of.is_empty() {
+            let causes: Vec<Value> = causes_of
                 .iter()
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                 .collect();
@@ -233,6 +244,12 @@ impl ApiError {
         }
         status
     }
+}
+
+/// Whether `text` reads as a field path (`spec.pipeline[0].step`, `.metadata.name`,
+/// `fieldManager`) rather than a sentence.
+fn is_field_path(text: &str) -> bool {
+    !text.is_empty() && !text.contains(' ') && text.chars().next().is_some_and(|c| c == '.' || c.is_ascii_lowercase())
 }
 
 /// Quotes `s` the way Go's `%q` does for the strings that show up in

@@ -209,10 +209,13 @@ impl UsageReconciler {
         let same_controller = selector.get("matchControllerRef").and_then(Value::as_bool) == Some(true);
         let chosen = candidates.iter().find(|c| !same_controller || (object::controller_uid(c).is_some() && object::controller_uid(c) == object::controller_uid(usage)));
         let Some(chosen) = chosen else {
-            return Err(format!("no {:?} found matching labels: {:?}", kind.gvk.kind, selector.get("matchLabels").cloned().unwrap_or(Value::Null)));
+            let labels = selector.get("matchLabels").cloned().unwrap_or_else(|| json!({}));
+            return Err(format!("no {:?} found matching labels: {labels}", kind.gvk.kind));
         };
         let mut reference = json!({"name": object::name(chosen)});
-        if self.kind.namespaced && side == "of" && let Some(ns) = namespace {
+        // Crossplane names the namespace only when it is not the Usage's own: a Usage without
+        // `spec.by` may not name one at all (its own CEL rule refuses cross-namespace `of`).
+        if self.kind.namespaced && side == "of" && let Some(ns) = namespace.filter(|ns| Some(*ns) != object::namespace(usage)) {
             reference["namespace"] = json!(ns);
         }
         let patch = json!({"spec": {side: {"resourceRef": reference}}});

@@ -92,7 +92,7 @@ async fn a_broken_composition_is_reported_precisely_and_deletes_nothing() {
             "a step whose function is not installed",
             unknown,
             "cannot compose resources: cannot run Composition pipeline step \"mystery\": cannot get gRPC client connection for Function \"function-not-installed\": \
-             cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active)",
+             cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): no Function named \"function-not-installed\" exists",
         ),
         (
             "a patch with an invalid toFieldPath",

@@ -332,15 +332,15 @@ async fn xrds_default_by_version_and_reject_what_each_version_forbids() {
     // Plural and singular names must be lowercase (an uppercase plural also misnames the XRD).
     let upper = MODERN_XRD.replace("name: xbuckets", "name: xtables").replace("    plural: xbuckets", "    plural: XTables\n    singular: XTable");
     let message = invalid(plane.create("compositeresourcedefinitions", &upper).await);
-    assert!(message.contains("spec.names.plural: Invalid value: \"string\": plural must be lowercase"), "{message}");
-    assert!(message.contains("spec.names.singular: Invalid value: \"string\": singular must be lowercase"), "{message}");
+    assert!(message.contains("spec.names: Invalid value: \"object\": Plural name must be lowercase"), "{message}");
+    assert!(message.contains("spec.names: Invalid value: \"object\": Singular name must be lowercase"), "{message}");
 
     // The group is immutable; claim names may be added once but not changed.
     let modern_api = plane.api("apiextensions.crossplane.io/v2", "CompositeResourceDefinition", "compositeresourcedefinitions", false);
     let regroup = Patch::Merge(json!({"spec": {"group": "other.example.org"}}));
     let result = modern_api.patch("xbuckets.storage.example.org", &PatchParams::default(), &regroup).await;
     let message = invalid(result.map(|o| serde_json::to_value(o).unwrap()));
-    assert!(message.contains("spec.group: Invalid value: \"string\": group is immutable"), "{message}");
+    assert!(message.contains("spec.group: Invalid value: \"string\": Value is immutable"), "{message}");
 
     let unclaimed = LEGACY_XRD.replace("xpostgresqlinstances", "xmysqls").replace("XPostgreSQLInstance", "XMySQL").replace(
         "  claimNames:\n    kind: PostgreSQLInstance\n    plural: postgresqlinstances\n",
@@ -545,7 +545,7 @@ async fn compositions_accept_pipelines_and_the_legacy_resources_mode() {
     let retype = Patch::Merge(json!({"spec": {"compositeTypeRef": {"kind": "XQueue"}}}));
     let result = api.patch("xbuckets-aws", &PatchParams::default(), &retype).await;
     let message = invalid(result.map(|o| serde_json::to_value(o).unwrap()));
-    assert!(message.contains("compositeTypeRef is immutable"), "{message}");
+    assert!(message.contains("spec.compositeTypeRef: Invalid value: \"object\": Value is immutable"), "{message}");
 
     // kubectl get compositions.
     let table = plane.table("/apis/apiextensions.crossplane.io/v1/compositions").await;
@@ -860,5 +860,92 @@ spec:
     let created = plane.create("deploymentruntimeconfigs", runtime_config).await.unwrap();
     let written: Value = serde_saphyr::from_str(runtime_config).unwrap();
     assert_eq!(created["spec"], written["spec"]);
+    plane.stop().await;
+}
+
+/// For every kind of Crossplane's that oxplane serves, objects Crossplane's CRDs refuse, each
+/// with the message Crossplane's API server gives: one table, one create per row.
+#[tokio::test]
+async fn every_kind_rejects_what_crossplanes_crds_reject() {
+    let plane = Plane::start().await;
+    let xrd_v2 = |spec: &str| {
+        format!(
+            "apiVersion: apiextensions.crossplane.io/v2\nkind: CompositeResourceDefinition\nmetadata:\n  name: xthings.example.org\nspec:\n  group: example.org\n  names: {{kind: XThing, plural: xthings}}\n{spec}  versions:\n  - name: v1\n    served: true\n    referenceable: true\n    schema:\n      openAPIV3Schema: {{type: object}}\n"
+        )
+    };
+    let composition = |spec: &str| {
+        format!("apiVersion: apiextensions.crossplane.io/v1\nkind: Composition\nmetadata:\n  name: things\nspec:\n  compositeTypeRef: {{apiVersion: example.org/v1, kind: XThing}}\n{spec}")
+    };
+    let revision = |spec: &str| {
+        format!("apiVersion: apiextensions.crossplane.io/v1\nkind: CompositionRevision\nmetadata:\n  name: things-1\nspec:\n  revision: 1\n  compositeTypeRef: {{apiVersion: example.org/v1, kind: XThing}}\n{spec}")
+    };
+    let package = |kind: &str, spec: &str| format!("apiVersion: pkg.crossplane.io/v1\nkind: {kind}\nmetadata:\n  name: pkg\nspec:\n{spec}");
+    let step = "  mode: Pipeline\n  pipeline:\n  - step: s\n    functionRef: {name: f}\n";
+    let cases: Vec<(&str, String, &str)> = vec![
+        // CompositeResourceDefinition
+        ("compositeresourcedefinitions", xrd_v2("").replace("plural: xthings", "plural: XThings"), "Plural name must be lowercase"),
+        ("compositeresourcedefinitions", xrd_v2("  names: {kind: XThing, plural: xthings, singular: XThing}\n").replace("  names: {kind: XThing, plural: xthings}\n  names", "  names"), "Singular name must be lowercase"),
+        ("compositeresourcedefinitions", xrd_v2("  scope: Cluster\n  claimNames: {kind: Thing, plural: things}\n"), "Claims aren't supported in apiextensions.crossplane.io/v2"),
+        ("compositeresourcedefinitions", xrd_v2("  connectionSecretKeys: [url]\n"), "XR connection secrets aren't supported in apiextensions.crossplane.io/v2"),
+        ("compositeresourcedefinitions", xrd_v2("  scope: LegacyCluster\n"), r#"spec.scope: Unsupported value: "LegacyCluster": supported values: "Namespaced", "Cluster""#),
+        ("compositeresourcedefinitions", xrd_v2("  defaultCompositionUpdatePolicy: Sometimes\n"), r#"spec.defaultCompositionUpdatePolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual""#),
+        (
+            "compositeresourcedefinitions",
+            xrd_v2("").replace("apiextensions.crossplane.io/v2", "apiextensions.crossplane.io/v1").replace("  group:", "  scope: Namespaced\n  claimNames: {kind: Thing, plural: things}\n  group:"),
+            "Only LegacyCluster composite resources can offer claims",
+        ),
+        ("compositeresourcedefinitions", xrd_v2("  conversion: {strategy: Webhook}\n"), "Webhook configuration is required when conversion strategy is Webhook"),
+        // Composition and CompositionRevision
+        ("compositions", composition("  mode: Pipeline\n"), "an array of pipeline steps is required in Pipeline mode"),
+        ("compositions", composition("  mode: Sometimes\n"), r#"spec.mode: Unsupported value: "Sometimes""#),
+        ("compositions", composition(&format!("{step}    credentials:\n    - name: c\n      source: Secret\n")), "the Secret source requires a secretRef"),
+        ("compositions", composition(&format!("{step}    credentials:\n    - name: c\n      source: Vault\n")), r#"Unsupported value: "Vault": supported values: "None", "Secret""#),
+        ("compositions", composition("  mode: Pipeline\n  pipeline:\n  - step: s\n"), "spec.pipeline[0].functionRef: Required value"),
+        ("compositionrevisions", revision("  mode: Pipeline\n"), "an array of pipeline steps is required in Pipeline mode"),
+        // Usages
+        (
+            "usages",
+            "apiVersion: apiextensions.crossplane.io/v1beta1\nkind: Usage\nmetadata:\n  name: u\nspec:\n  of: {apiVersion: v1, kind: ConfigMap, resourceRef: {name: a}}\n".into(),
+            r#"either "spec.by" or "spec.reason" must be specified."#,
+        ),
+        (
+            "usages",
+            "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata:\n  name: u\n  namespace: default\nspec:\n  reason: r\n  of: {apiVersion: v1, kind: ConfigMap}\n".into(),
+            "either a resource reference or a resource selector should be set.",
+        ),
+        (
+            "usages",
+            "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata:\n  name: u\n  namespace: default\nspec:\n  reason: r\n  of: {apiVersion: v1, kind: ConfigMap, resourceRef: {name: a, namespace: other}}\n".into(),
+            r#"cross-namespace "spec.of" is not allowed without "spec.by" resource."#,
+        ),
+        (
+            "clusterusages",
+            "apiVersion: protection.crossplane.io/v1beta1\nkind: ClusterUsage\nmetadata:\n  name: u\nspec:\n  of: {apiVersion: v1, kind: Namespace, resourceRef: {name: a}}\n".into(),
+            r#"either "spec.by" or "spec.reason" must be specified."#,
+        ),
+        // Packages
+        ("providers", package("Provider", "  revisionHistoryLimit: 1\n"), "spec.package: Required value"),
+        ("providers", package("Provider", "  package: xpkg.crossplane.io/p:v1\n  revisionActivationPolicy: Sometimes\n"), r#"spec.revisionActivationPolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual""#),
+        ("functions", package("Function", "  packagePullPolicy: Always\n"), "spec.package: Required value"),
+        ("configurations", package("Configuration", "  revisionHistoryLimit: 1\n"), "spec.package: Required value"),
+        (
+            "providerrevisions",
+            "apiVersion: pkg.crossplane.io/v1\nkind: ProviderRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/p:v1\n  revision: 1\n  desiredState: Paused\n".into(),
+            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+        ),
+        (
+            "environmentconfigs",
+            "apiVersion: apiextensions.crossplane.io/v1beta1\nkind: EnvironmentConfig\nmetadata:\n  name: e\ndata: 1\n".into(),
+            r#"data: Invalid value: "integer": data in body must be of type object"#,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (plural, yaml, expected) in &cases {
+        match plane.create(plural, yaml).await {
+            Err(kube::Error::Api(status)) if status.code == 422 && status.message.contains(expected) => {}
+            other => wrong.push(format!("{plural}: expected {expected:?}, got {other:?}\n{yaml}")),
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
     plane.stop().await;
 }

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod up;
 mod usage_protection;
+mod xrd_validation;
 
 use clap::Parser;
 

@@ -44,6 +44,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             let watches = controllers.watches.clone();
             server.state().extensions.add_debug_page("watches", move || watches.debug());
             server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
+            server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
         let core = Core::start(
             &controllers,

@@ -6,6 +6,7 @@
 mod support;
 mod cli;
 mod composition;
+mod conformance;
 mod deletion;
 mod gc_crash;
 mod go_templating;

@@ -82,10 +82,24 @@ pub struct ListPage {
     pub continue_token: Option<String>,
 }
 
+/// The field manager of every write that is not a server-side apply: the name Crossplane's
+/// controllers write under (their binary's name), so `managedFields` never says `unknown`.
+pub const FIELD_MANAGER: &str = "crossplane";
+
 /// The client.
 #[derive(Clone)]
 pub struct Kube {
     client: kube::Client,
+}
+
+/// Parameters of a create or a replace, recorded under [`FIELD_MANAGER`].
+fn post_params() -> PostParams {
+    PostParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PostParams::default() }
+}
+
+/// Parameters of a patch that is not an apply, recorded under [`FIELD_MANAGER`].
+fn patch_params() -> PatchParams {
+    PatchParams { field_manager: Some(FIELD_MANAGER.to_string()), ..PatchParams::default() }
 }
 
 fn request_error(error: kube::core::request::Error) -> ApiError {
@@ -197,7 +211,7 @@ impl Kube {
     pub async fn create(&self, kind: &Kind, object: &Value) -> Result<Value, ApiError> {
         let namespace = object.pointer("/metadata/namespace").and_then(Value::as_str);
         let request =
-            Request::new(kind.collection_path(namespace)).create(&PostParams::default(), body(object)?).map_err(request_error)?;
+            Request::new(kind.collection_path(namespace)).create(&post_params(), body(object)?).map_err(request_error)?;
         Ok(self.client.request(request).await?)
     }
 
@@ -205,7 +219,7 @@ impl Kube {
     pub async fn replace(&self, kind: &Kind, object: &Value) -> Result<Value, ApiError> {
         let (namespace, name) = name_of(object)?;
         let request =
-            Request::new(kind.collection_path(namespace)).replace(name, &PostParams::default(), body(object)?).map_err(request_error)?;
+            Request::new(kind.collection_path(namespace)).replace(name, &post_params(), body(object)?).map_err(request_error)?;
         Ok(self.client.request(request).await?)
     }
 
@@ -213,7 +227,7 @@ impl Kube {
     pub async fn replace_status(&self, kind: &Kind, object: &Value) -> Result<Value, ApiError> {
         let (namespace, name) = name_of(object)?;
         let request = Request::new(kind.collection_path(namespace))
-            .replace_subresource("status", name, &PostParams::default(), body(object)?)
+            .replace_subresource("status", name, &post_params(), body(object)?)
             .map_err(request_error)?;
         Ok(self.client.request(request).await?)
     }
@@ -221,7 +235,7 @@ impl Kube {
     /// A JSON merge patch of the object.
     pub async fn merge_patch(&self, kind: &Kind, namespace: Option<&str>, name: &str, patch: &Value) -> Result<Value, ApiError> {
         let request = Request::new(kind.collection_path(namespace))
-            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .patch(name, &patch_params(), &Patch::Merge(patch))
             .map_err(request_error)?;
         Ok(self.client.request(request).await?)
     }
@@ -229,7 +243,7 @@ impl Kube {
     /// A JSON merge patch of the object's status.
     pub async fn merge_patch_status(&self, kind: &Kind, namespace: Option<&str>, name: &str, patch: &Value) -> Result<Value, ApiError> {
         let request = Request::new(kind.collection_path(namespace))
-            .patch_subresource("status", name, &PatchParams::default(), &Patch::Merge(patch))
+            .patch_subresource("status", name, &patch_params(), &Patch::Merge(patch))
             .map_err(request_error)?;
         Ok(self.client.request(request).await?)
     }

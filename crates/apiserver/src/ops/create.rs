@@ -104,7 +104,7 @@ pub(super) async fn create_with(
         propagation: None,
     };
     state.admission.mutate(state, &request, &mut object).await?;
-    let warnings = admit(resource, &mut object, &name, options.field_validation, raw, None)?;
+    let warnings = admit(resource, None, &mut object, &name, options.field_validation, raw, None)?;
     validate(resource, &object, &name)?;
     objects::stamp_new(&mut object)?;
     // With a status subresource, status is written only through it (and by the server for CRDs).

@@ -39,9 +39,12 @@ impl FieldValidation {
 
 /// Defaults, prunes and validates `object` (for kinds with a schema), and applies the
 /// field-validation directive to unknown fields and to duplicate fields of `raw` (the request
-/// body, when it is the object itself). Returns the warnings to send.
+/// body, when it is the object itself). Defaults come from `defaults` (the version the object
+/// is stored in, for an update through another one), else from `resource`. Returns the
+/// warnings to send.
 pub fn admit(
     resource: &ResourceDef,
+    defaults: Option<&ResourceDef>,
     object: &mut Value,
     name: &str,
     mode: FieldValidation,
@@ -60,7 +63,10 @@ pub fn admit(
     let custom = resource.crd.is_some();
     if let Some(schema) = &resource.validation {
         if custom {
-            schema.0.default(object);
+            match defaults.and_then(|d| d.validation.as_ref()) {
+                Some(stored) => stored.0.default(object),
+                None => schema.0.default(object),
+            }
         }
         let pruned = schema.0.prune(object);
         if mode != FieldValidation::Ignore {

@@ -62,7 +62,20 @@ pub(super) async fn commit(
         propagation: None,
     };
     state.admission.mutate(state, &request, &mut object).await?;
-    let warnings = admit(resource, &mut object, name, options.field_validation, raw, Some(old))?;
+    // A custom resource written through another served version of its storage (conversion
+    // `None`) stays in the version it is stored in, with that version's defaults: a
+    // controller adding a finalizer through v1 never writes v1's defaults into an object a
+    // user wrote as v2, nor moves its generation.
+    let stored_version = old
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .filter(|v| resource.crd.is_some() && *v != resource.api_version())
+        .and_then(|v| state.registry.find_kind(v, &resource.kind))
+        .filter(|stored| stored.storage == resource.storage && stored.version != resource.version);
+    if let Some(stored) = &stored_version {
+        object["apiVersion"] = json!(stored.api_version());
+    }
+    let warnings = admit(resource, stored_version.as_deref(), &mut object, name, options.field_validation, raw, Some(old))?;
     validate(resource, &object, name)?;
     lifecycle::check_update(resource, old, &object, name)?;
     if let Ownership::Record(manager) = ownership {
@@ -236,7 +249,7 @@ fn copy_spec_finalizers(from: &Value, to: &mut Value) {
 
 /// Builds the object to store from the current one and the request body: server-owned
 /// metadata is kept, the status subresource splits what each endpoint may change, and the
-/// generation moves when the spec (anything but metadata and status) changes.
+/// generation moves when the spec (anything but apiVersion, metadata and status) changes.
 pub fn merge_for_update(resource: &ResourceDef, old: &Value, incoming: Value, subresource: Option<&str>) -> Result<Value, ApiError> {
     let has_status = resource.subresources.iter().any(|s| s == "status");
     let namespace = lifecycle::is_namespace(resource);
@@ -276,6 +289,9 @@ pub fn merge_for_update(resource: &ResourceDef, old: &Value, incoming: Value, su
             let mut v = v.clone();
             if let Some(map) = v.as_object_mut() {
                 map.remove("metadata");
+                // Writing through another served version of the same storage changes only
+                // apiVersion (conversion `None`); that is not a change of the spec.
+                map.remove("apiVersion");
                 if has_status {
                     map.remove("status");
                 }

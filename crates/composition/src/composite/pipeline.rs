@@ -119,6 +119,22 @@ impl Outcome {
     }
 }
 
+/// Why the Function `name` cannot be called, in the words its own conditions use, so a
+/// composite names the real cause (no such Function, a package that is not built in, a
+/// failed install) rather than only the missing revision.
+async fn why_not_callable(runtime: &Runtime, name: &str) -> String {
+    match runtime.kube.get(&crate::packages::function_kind(), None, name).await {
+        Ok(None) => format!("no Function named {name:?} exists"),
+        Ok(Some(function)) => ["Installed", "Healthy"]
+            .iter()
+            .filter_map(|type_| oxplane_runtime::conditions::get(&function, type_))
+            .find(|condition| condition.status != "True")
+            .map(|condition| format!("Function {name:?} is not {}: {}", condition.type_.to_lowercase(), condition.message))
+            .unwrap_or_else(|| format!("Function {name:?} is still being installed")),
+        Err(error) => format!("cannot get Function {name:?}: {error}"),
+    }
+}
+
 /// Runs the steps over the observed state.
 pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step], observed: State) -> Result<Outcome, String> {
     let mut outcome = Outcome::default();
@@ -129,12 +145,16 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
             StepFunction::Direct(function) => function.clone(),
             // Crossplane's words for a Function with no active revision (here: no Function
             // object installed it), so what users search for matches.
-            StepFunction::Named(name) => functions.get(name).ok_or_else(|| {
-                format!(
-                    "cannot run Composition pipeline step {:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active)",
-                    step.name
-                )
-            })?,
+            StepFunction::Named(name) => match functions.get(name) {
+                Some(function) => function,
+                None => {
+                    let cause = why_not_callable(runtime, name).await;
+                    return Err(format!(
+                        "cannot run Composition pipeline step {:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): {cause}",
+                        step.name
+                    ));
+                }
+            },
         };
         let mut credentials = BTreeMap::new();
         for (name, secret) in &step.credentials {

@@ -13,7 +13,7 @@ use oxplane_runtime::object;
 use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle, package_name};
 use serde_json::{Map, Value, json};
 
-use super::reconciler::Installer;
+use super::reconciler::{Installer, revision_name};
 use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
 
 /// The field manager that applies provider CRDs.
@@ -53,6 +53,29 @@ impl ProviderInstaller {
 }
 
 
+impl ProviderInstaller {
+    /// The owners of the CRDs a package installs, as Crossplane's establisher sets them: the
+    /// active revision as controller, the package itself, and every older revision released
+    /// to a plain owner (so a CRD outlives neither the package nor a revision still kept).
+    async fn owners(&self, package: &Value, reference: &str) -> Result<Vec<Value>, String> {
+        let name = object::name(package).unwrap_or_default();
+        let active_name = revision_name(name, reference);
+        let revisions = self
+            .runtime
+            .kube
+            .list(&provider_revision_kind(), None, Some(&format!("{LABEL_PACKAGE}={name}")))
+            .await
+            .map_err(|e| format!("cannot list the provider's revisions: {e}"))?;
+        let active = revisions
+            .iter()
+            .find(|r| object::name(r) == Some(active_name.as_str()))
+            .ok_or_else(|| format!("cannot find the active ProviderRevision {active_name}"))?;
+        let mut owners = vec![object::owner_reference(active, true, true), object::owner_reference(package, false, false)];
+        owners.extend(revisions.iter().filter(|r| object::name(r) != Some(active_name.as_str())).map(|r| object::owner_reference(r, false, false)));
+        Ok(owners)
+    }
+}
+
 fn is_managed(crd: &Value) -> bool {
     crd.pointer("/spec/names/categories").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c.as_str() == Some("managed")))
 }
@@ -80,9 +103,17 @@ impl Installer for ProviderInstaller {
         let Some(provider) = self.catalog.get(package_name(reference)) else {
             return Err(format!("{reference:?} is not a built-in provider"));
         };
+        let owners = self.owners(package, reference).await?;
         let mut waiting = Vec::new();
         for mut crd in provider.crds(reference) {
+            // The package's common labels and annotations go on everything it installs.
+            for (field, set) in [("commonLabels", object::set_label as fn(&mut Value, &str, &str)), ("commonAnnotations", object::set_annotation)] {
+                for (key, value) in package.pointer(&format!("/spec/{field}")).and_then(Value::as_object).into_iter().flatten() {
+                    set(&mut crd, key, value.as_str().unwrap_or_default());
+                }
+            }
             object::set_label(&mut crd, LABEL_PACKAGE, name);
+            crd["metadata"]["ownerReferences"] = Value::Array(owners.clone());
             let crd_name = object::name(&crd).unwrap_or_default().to_string();
             let applied = self
                 .runtime

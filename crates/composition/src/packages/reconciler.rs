@@ -100,13 +100,14 @@ impl PackageReconciler {
         let wanted = package_name(&reference);
         if reference.is_empty() || !self.installer.accepts(package, &reference) {
             let message = format!(
-                "cannot install package {reference:?}: oxplane installs only its built-in {noun}s, and {wanted:?} is not one of them; built-in {noun}s: {}",
+                "cannot unpack package: cannot install package {reference:?}: oxplane installs only its built-in {noun}s, and {wanted:?} is not one of them; built-in {noun}s: {}",
                 self.installer.builtin_names().join(", "),
                 noun = self.installer.noun(),
             );
+            // As Crossplane reports a package it cannot fetch: both conditions, both False.
             conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(&message));
-            conditions::remove(package, "Healthy");
-            self.recorder.warning(package, "InstallPackage", message);
+            conditions::set(package, Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(&message));
+            self.recorder.warning(package, "UnpackPackage", message);
             return Ok(Action::Done);
         }
 
@@ -130,20 +131,44 @@ impl PackageReconciler {
         }
         self.write_revision_status(revision, healthy, package).await?;
         if matches!(outcome, Ok(None)) {
-            // Old revisions go once the current one is healthy.
-            for old in self.revisions(&name).await? {
-                if object::name(&old) != Some(revision_name.as_str())
-                    && let Some(old_name) = object::name(&old)
-                {
-                    self.kube.delete(&self.installer.revision_kind(), None, old_name, &DeleteOptions::default()).await?;
-                }
-            }
+            self.retire_old_revisions(package, &name, &revision_name).await?;
         }
         Ok(match outcome {
             Ok(None) => Action::RequeueAfter(Duration::from_secs(60)),
             Ok(Some(_)) => Action::RequeueAfter(Duration::from_millis(250)),
             Err(_) => Action::Requeue,
         })
+    }
+
+    /// Once the current revision is healthy, every other one becomes `Inactive`, and beyond
+    /// `spec.revisionHistoryLimit` inactive ones (default 1; 0 keeps them all) the lowest
+    /// numbered are deleted, as Crossplane's package manager does.
+    async fn retire_old_revisions(&self, package: &Value, name: &str, current: &str) -> Result<(), ReconcileError> {
+        let kind = self.installer.revision_kind();
+        let mut old: Vec<Value> = self.revisions(name).await?.into_iter().filter(|r| object::name(r) != Some(current)).collect();
+        for revision in &old {
+            if revision.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Inactive")
+                && let Some(old_name) = object::name(revision)
+            {
+                let patch = json!({"spec": {"desiredState": "Inactive"}});
+                match self.kube.merge_patch(&kind, None, old_name, &patch).await {
+                    Ok(_) => {}
+                    Err(error) if error.is_not_found() => {}
+                    Err(error) => return Err(error.into()),
+                }
+            }
+        }
+        let limit = package.pointer("/spec/revisionHistoryLimit").and_then(Value::as_u64).unwrap_or(1) as usize;
+        if limit == 0 || old.len() <= limit {
+            return Ok(());
+        }
+        old.sort_by_key(|r| r.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0));
+        for revision in &old[..old.len() - limit] {
+            if let Some(old_name) = object::name(revision) {
+                self.kube.delete(&kind, None, old_name, &DeleteOptions::default()).await?;
+            }
+        }
+        Ok(())
     }
 
     async fn ensure_revision(&self, package: &Value, name: &str, reference: &str) -> Result<Value, ReconcileError> {
@@ -162,7 +187,7 @@ impl PackageReconciler {
             + 1;
         let spec = package.get("spec").cloned().unwrap_or_else(|| json!({}));
         let mut revision_spec = json!({"desiredState": "Active", "image": reference, "revision": number});
-        for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "runtimeConfigRef"] {
+        for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "commonAnnotations", "runtimeConfigRef"] {
             if let Some(value) = spec.get(field) {
                 revision_spec[field] = value.clone();
             }

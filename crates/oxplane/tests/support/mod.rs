@@ -295,8 +295,37 @@ pub fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
+/// What Rust's debug formatting of values looks like, which no user should ever read.
+const DEBUG_FORMATTING: [&str; 6] = ["Object {", "String(\"", "Number(", "Array [", "Bool(", "Some("];
+
+impl Server {
+    /// Every condition and event message of every object served that shows Rust debug
+    /// formatting, as `<kind>/<name>: <message>`.
+    pub fn debug_formatted_messages(&self) -> Vec<String> {
+        let Ok(kinds) = self.kubectl_try(&["api-resources", "--verbs=list", "-o", "name"], "") else { return Vec::new() };
+        let kinds: Vec<&str> = kinds.lines().filter(|k| !k.is_empty()).collect();
+        let out = self.run(&["get", &kinds.join(","), "-A", "-o", "json"], "");
+        let Ok(list) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else { return Vec::new() };
+        let mut found = Vec::new();
+        for item in list["items"].as_array().into_iter().flatten() {
+            let messages = item["status"]["conditions"].as_array().into_iter().flatten().map(|c| &c["message"]).chain([&item["message"], &item["note"]]);
+            for message in messages.filter_map(|m| m.as_str()) {
+                if DEBUG_FORMATTING.iter().any(|p| message.contains(p)) {
+                    found.push(format!("{}/{}: {message}", item["kind"].as_str().unwrap_or_default(), item["metadata"]["name"].as_str().unwrap_or_default()));
+                }
+            }
+        }
+        found
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
+        // Every end-to-end test checks, as it ends, that no message it caused shows Rust's
+        // debug formatting.
+        let running = self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)));
+        let found = if running && !std::thread::panicking() { self.debug_formatted_messages() } else { Vec::new() };
         self.stop();
+        assert!(found.is_empty(), "messages show Rust debug formatting:\n{}", found.join("\n"));
     }
 }
