@@ -8,6 +8,7 @@
 //! - [`ops`]: create, update, patch, delete with every rule a write obeys.
 //! - [`http`]: the request handlers.
 //! - [`status`]: Kubernetes `Status` errors.
+//! - [`encryption`]: Secrets (and any configured resource) encrypted at rest.
 
 pub mod apply;
 pub mod authn;
@@ -15,6 +16,7 @@ pub mod cache;
 pub mod controllers;
 pub mod convert;
 pub mod crd;
+pub mod encryption;
 pub mod http;
 pub mod jsonpath;
 pub mod objects;

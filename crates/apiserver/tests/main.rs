@@ -6,6 +6,7 @@
 mod support;
 mod admission;
 mod apply;
+mod at_rest;
 mod authn;
 mod controller;
 mod crds;

@@ -71,6 +71,9 @@ pub enum Command {
         /// DIR/templates). Without it, FileSystem sources are refused.
         #[arg(long, value_name = "DIR")]
         go_templating_dir: Option<PathBuf>,
+        /// Encryption at rest and the audit log.
+        #[command(flatten)]
+        security: crate::server_flags::SecurityFlags,
     },
     /// Trace a claim, composite, managed resource or package: its tree of objects and why
     /// they are or are not ready.
@@ -120,6 +123,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             circuit_breaker_cooldown,
             circuit_breaker_probe_interval,
             go_templating_dir,
+            security,
         } => {
             anyhow::ensure!(
                 circuit_breaker_burst.is_finite() && circuit_breaker_burst >= 1.0,
@@ -140,6 +144,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
             config.token_auth_file = token_auth_file;
+            security.apply(&mut config);
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,

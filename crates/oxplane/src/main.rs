@@ -6,6 +6,7 @@
 mod bench;
 mod cli;
 mod commands;
+mod server_flags;
 mod up;
 mod usage_protection;
 mod xrd_validation;

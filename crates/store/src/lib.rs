@@ -24,11 +24,11 @@ mod watch;
 
 pub use compaction::CompactionPolicy;
 pub use error::{StoreError, StoreResult};
-pub use lock::DirLock;
+pub use lock::{DirLock, create_private_dir};
 pub use types::{
     Event, GetResponse, KeyValue, RangeRequest, RangeResponse, Revision, Write, WriteResult,
 };
-pub use watch::Watcher;
+pub use watch::{EventTransform, Watcher};
 
 use async_trait::async_trait;
 

@@ -4,6 +4,8 @@ use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+
 use crate::{StoreError, StoreResult};
 
 /// Name of the lock file inside a data directory.
@@ -21,10 +23,10 @@ impl DirLock {
     /// Takes the lock of `dir` (created if missing), or fails with [`StoreError::Locked`]
     /// naming the pid of the process that holds it.
     pub fn acquire(dir: &Path) -> StoreResult<DirLock> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| StoreError::io(format!("creating data directory {}", dir.display()), e))?;
+        create_private_dir(dir)?;
         let path = dir.join(LOCK_FILE);
         let mut file = OpenOptions::new()
+            .mode(0o600)
             .read(true)
             .write(true)
             .create(true)
@@ -59,4 +61,14 @@ impl DirLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// Creates a data directory (and missing parents) readable by its owner only (0700). A
+/// directory that already exists keeps the mode its owner gave it.
+pub fn create_private_dir(dir: &Path) -> StoreResult<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| StoreError::io(format!("creating data directory {}", dir.display()), e))
 }

@@ -72,19 +72,39 @@ impl Hub {
     }
 }
 
+/// A function applied to every event a watcher delivers (see [`Watcher::with_transform`]).
+pub type EventTransform = Arc<dyn Fn(Event) -> StoreResult<Event> + Send + Sync>;
+
 /// A stream of changes under a prefix. Dropping it ends the watch.
-#[derive(Debug)]
 pub struct Watcher {
     rx: mpsc::Receiver<StoreResult<Vec<Event>>>,
     pending: std::vec::IntoIter<Event>,
+    transform: Option<EventTransform>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watcher").field("pending", &self.pending.len()).finish_non_exhaustive()
+    }
 }
 
 impl Watcher {
+    /// The same watch with `transform` applied to every event it delivers, in the consumer's
+    /// task (no extra hop): a store wrapper that changes values on the way out (decryption)
+    /// uses it. A transform's error ends the watch like any other error.
+    pub fn with_transform(mut self, transform: EventTransform) -> Watcher {
+        self.transform = Some(match self.transform.take() {
+            None => transform,
+            Some(first) => Arc::new(move |event| transform(first(event)?)),
+        });
+        self
+    }
+
     /// The next change, or `None` when the store has closed. An error ends the watch.
     pub async fn next(&mut self) -> Option<StoreResult<Event>> {
         loop {
             if let Some(event) = self.pending.next() {
-                return Some(Ok(event));
+                return Some(self.apply(event));
             }
             match self.rx.recv().await? {
                 Ok(batch) => self.pending = batch.into_iter(),
@@ -97,12 +117,24 @@ impl Watcher {
     /// pending (waits for it). Returns an empty vector when the watch has ended.
     pub async fn next_batch(&mut self) -> StoreResult<Vec<Event>> {
         let pending: Vec<Event> = self.pending.by_ref().collect();
-        if !pending.is_empty() {
-            return Ok(pending);
+        let batch = if !pending.is_empty() {
+            pending
+        } else {
+            match self.rx.recv().await {
+                Some(batch) => batch?,
+                None => return Ok(Vec::new()),
+            }
+        };
+        match &self.transform {
+            None => Ok(batch),
+            Some(transform) => batch.into_iter().map(|event| transform(event)).collect(),
         }
-        match self.rx.recv().await {
-            Some(batch) => batch,
-            None => Ok(Vec::new()),
+    }
+
+    fn apply(&self, event: Event) -> StoreResult<Event> {
+        match &self.transform {
+            None => Ok(event),
+            Some(transform) => transform(event),
         }
     }
 }
@@ -126,7 +158,7 @@ pub(crate) async fn start(
         tx,
     };
     tokio::spawn(task.run(published, live, first));
-    Ok(Watcher { rx, pending: Vec::new().into_iter() })
+    Ok(Watcher { rx, pending: Vec::new().into_iter(), transform: None })
 }
 
 struct WatchTask {

@@ -199,3 +199,32 @@ async fn the_file_is_readable_with_the_sqlite3_tool() {
     let text = String::from_utf8_lossy(&output.stdout);
     assert_eq!(text, format!("1|/registry/configmaps/default/app|0|{{\"kind\":\"ConfigMap\"}}\n{}\n", schema::APPLICATION_ID));
 }
+
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[tokio::test]
+async fn the_data_directory_database_and_wal_are_private_to_the_owner() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("data");
+    let store = SqliteStore::open(&dir, options()).unwrap();
+    put(&store, "/a", "secret").await;
+    let db = dir.join(schema::DB_FILE);
+    let wal = dir.join(format!("{}-wal", schema::DB_FILE));
+    assert!(wal.exists(), "the WAL exists while the store is open");
+    assert_eq!(mode(&dir), 0o700);
+    for file in [&db, &wal, &dir.join(format!("{}-shm", schema::DB_FILE)), &dir.join("oxplane.lock")] {
+        assert_eq!(mode(file), 0o600, "{}", file.display());
+    }
+    drop(store);
+
+    // A store an older version left readable by everyone is narrowed when opened.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let store = SqliteStore::open(&dir, options()).unwrap();
+    put(&store, "/b", "secret").await;
+    assert_eq!(mode(&db), 0o600);
+    assert_eq!(mode(&wal), 0o600);
+}

@@ -3,6 +3,7 @@
 
 pub mod auth;
 mod files;
+pub(crate) use files::write_private;
 pub mod kubeconfig;
 pub mod tls;
 
@@ -21,6 +22,7 @@ use tokio::net::TcpListener;
 use crate::ServeError;
 use crate::authn::UserInfo;
 use crate::cache::WatchCache;
+use crate::encryption::{EncryptedStore, Encryption};
 use crate::http::{self, AppState};
 use crate::registry::Registry;
 
@@ -43,6 +45,9 @@ pub struct ServerConfig {
     pub max_mutating_requests_inflight: usize,
     /// A static token file (kube-apiserver's `--token-auth-file` CSV format).
     pub token_auth_file: Option<PathBuf>,
+    /// An `EncryptionConfiguration` file (kube-apiserver's `--encryption-provider-config`);
+    /// `None` uses the one generated in the data directory on first start.
+    pub encryption_provider_config: Option<PathBuf>,
 }
 
 impl ServerConfig {
@@ -58,6 +63,7 @@ impl ServerConfig {
             max_requests_inflight: http::inflight::DEFAULT_READONLY,
             max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
             token_auth_file: None,
+            encryption_provider_config: None,
         }
     }
 }
@@ -85,11 +91,17 @@ impl Server {
     /// cache, seeds namespaces, serves stored CRDs and starts the in-server controllers.
     pub async fn start(config: ServerConfig) -> Result<Server, ServeError> {
         let dir = config.data_dir.clone();
-        std::fs::create_dir_all(&dir).map_err(|e| ServeError::io(format!("creating {}", dir.display()), e))?;
+        oxplane_store::create_private_dir(&dir)?;
         let store_dir = dir.clone();
         let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
             .await
             .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
+        let encryption = Encryption::load(config.encryption_provider_config.as_deref(), &dir)?;
+        let store = EncryptedStore::new(Arc::new(store), encryption);
+        let rewritten = store.rewrite_stale().await?;
+        if rewritten > 0 {
+            tracing::info!(rewritten, "stored values rewritten with the current encryption key");
+        }
         let store: Arc<dyn Store> = Arc::new(store);
 
         let listener = TcpListener::bind(&config.listen)

@@ -27,6 +27,11 @@ impl TestServer {
         TestServer::start_with(DataDir::Path(path.to_path_buf())).await
     }
 
+    /// Starts a server on an existing data directory with settings changed by `configure`.
+    pub async fn start_in_configured(path: &std::path::Path, configure: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        TestServer::start_with_dir(DataDir::Path(path.to_path_buf()), configure).await
+    }
+
     /// Stops the server and moves its data directory to `to`, for a later `start_in`.
     pub async fn stop_keeping(mut self, from: &std::path::Path, to: &std::path::Path) {
         if let Some(stop) = self.stop.take() {

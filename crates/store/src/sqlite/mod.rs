@@ -77,12 +77,14 @@ impl SqliteStore {
         let lock = DirLock::acquire(dir)?;
         let path = dir.join(schema::DB_FILE);
         schema::check_header(&path)?;
+        schema::create_private(&path)?;
         let conn = Connection::open_with_flags(
             &path,
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .map_err(|e| classify(e, &path))?;
         schema::prepare(&conn, &path, options.integrity_check, options.fsync)?;
+        schema::narrow_modes(&path)?;
         // Make the database and WAL files' directory entries durable too.
         std::fs::File::open(dir)
             .and_then(|d| d.sync_all())

@@ -81,6 +81,34 @@ pub(crate) fn check_header(path: &Path) -> StoreResult<()> {
     Ok(())
 }
 
+/// The database holds every object, Secrets among them: it and its WAL and shared-memory files
+/// are readable by their owner only (0600). A missing database is created empty with that mode
+/// before SQLite opens it; SQLite gives the WAL and shared-memory files the database's mode.
+pub(crate) fn create_private(path: &Path) -> StoreResult<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(StoreError::io(format!("creating {}", path.display()), e)),
+    }
+}
+
+/// Narrows the database's files to owner-only (0600) where an older version created them with
+/// a wider mode. Called only once the file is known to be an oxplane store.
+pub(crate) fn narrow_modes(path: &Path) -> StoreResult<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        if let Ok(meta) = std::fs::metadata(&file)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| StoreError::io(format!("making {} private", file.display()), e))?;
+        }
+    }
+    Ok(())
+}
+
 /// Checks that `conn` is an oxplane store (or a brand-new empty file, which it initialises),
 /// optionally verifies its integrity, and sets the connection up for durable writes.
 pub(crate) fn prepare(conn: &Connection, path: &Path, integrity_check: bool, fsync: bool) -> StoreResult<()> {
