@@ -10,8 +10,7 @@ use crate::support;
 use std::time::Duration;
 
 use base64::Engine;
-use serde_json::Value;
-use support::{Server, condition, is_true, within};
+use support::{Server, composed_nops, condition, is_true, within};
 
 const T: Duration = Duration::from_secs(90);
 
@@ -248,20 +247,6 @@ spec:
           message: "I did the thing!"
 "#;
 
-/// Composed resources of composite `xr`, by composition resource name.
-fn composed(server: &Server, xr: &str) -> std::collections::BTreeMap<String, Value> {
-    let list = server.get(&["nopresources", "-l", &format!("crossplane.io/composite={xr}")]).unwrap_or_default();
-    list["items"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|n| {
-            let name = n["metadata"]["annotations"]["crossplane.io/composition-resource-name"].as_str()?;
-            Some((name.to_string(), n.clone()))
-        })
-        .collect()
-}
-
 fn xr_of_claim(server: &Server, claim: &str, ns: &str) -> Option<String> {
     server.get(&["bucket", claim, "-n", ns])?["spec"]["resourceRef"]["name"].as_str().map(str::to_string)
 }
@@ -315,7 +300,7 @@ fn go_templating_cel_filter_and_dummy_compose_as_documented() {
         ready
     });
     let xr = xr_of_claim(&server, "photos", "team-a").unwrap();
-    let nops = composed(&server, &xr);
+    let nops = composed_nops(&server, &xr);
     assert_eq!(nops.keys().collect::<Vec<_>>(), ["bucket-0", "bucket-1", "settings"], "{nops:?}");
     assert_eq!(nops["bucket-1"]["spec"]["forProvider"]["fields"], serde_json::json!({"region": "eu-west-1", "index": 1}));
     assert_eq!(nops["settings"]["spec"]["forProvider"]["fields"]["tier"], "gold");
@@ -351,13 +336,13 @@ fn go_templating_cel_filter_and_dummy_compose_as_documented() {
 
     // cel-filter: the bucket only for the XR exporting to S3.
     within(T, "cel-filter's choice of composed resources", || {
-        composed(&server, "to-s3").len() == 2 && composed(&server, "to-gcs").keys().collect::<Vec<_>>() == ["table"]
+        composed_nops(&server, "to-s3").len() == 2 && composed_nops(&server, "to-gcs").keys().collect::<Vec<_>>() == ["table"]
     });
 
     // function-dummy: the composite gets exactly the response in the input.
     within(T, "function-dummy's response applied", || {
         let x = server.get(&["xdummy", "dummy"]).unwrap();
-        let nops = composed(&server, "dummy");
+        let nops = composed_nops(&server, "dummy");
         x["status"]["widgets"] == 200
             && nops.keys().collect::<Vec<_>>() == ["cool-resource"]
             && nops["cool-resource"]["spec"]["forProvider"]["fields"] == serde_json::json!({"widgets": 200})

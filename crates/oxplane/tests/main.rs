@@ -8,6 +8,7 @@ mod cli;
 mod composition;
 mod conformance;
 mod deletion;
+mod external_functions;
 mod gc_crash;
 mod go_templating;
 mod kubectl_apply;

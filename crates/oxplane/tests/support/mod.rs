@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod function_servers;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -279,6 +281,17 @@ pub fn sigterm(child: &mut Child, limit: Duration) -> Option<std::process::ExitS
 /// The condition of `type_` in an object's `status.conditions`.
 pub fn condition(object: &serde_json::Value, type_: &str) -> Option<serde_json::Value> {
     object["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
+}
+
+/// The NopResources composed for composite `xr`, by composition resource name.
+pub fn composed_nops(server: &Server, xr: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    let list = server.get(&["nopresources", "-l", &format!("crossplane.io/composite={xr}")]).unwrap_or_default();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| Some((n["metadata"]["annotations"]["crossplane.io/composition-resource-name"].as_str()?.to_string(), n.clone())))
+        .collect()
 }
 
 /// Whether the condition of `type_` is `True`.

@@ -1,0 +1,215 @@
+//! Third-party composition functions from PyPI, each started as its own process, called by
+//! oxplane over gRPC beside built-in functions: crossplane-function-pythonic and a function
+//! written with crossplane-function-sdk-python (served by the SDK's own server). Each runs
+//! insecure (Crossplane's development annotations) and with mutual TLS from certificates
+//! `oxplane function certs` issued; one Composition mixes a Python step with the built-in
+//! patch-and-transform and auto-ready, and its XR becomes Ready with the resources expected.
+
+use crate::support;
+
+use std::time::Duration;
+
+use serde_json::json;
+use support::function_servers::{FunctionServer, oxplane_certs};
+use support::{Server, composed_nops, is_true, within};
+
+const T: Duration = Duration::from_secs(90);
+
+const XRD: &str = "
+apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata: {name: xpetsets.example.org}
+spec:
+  group: example.org
+  names: {kind: XPetSet, plural: xpetsets}
+  versions:
+  - name: v1alpha1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+              replicas: {type: integer}
+          status:
+            type: object
+            properties:
+              pets: {type: integer}
+              sdkSize: {type: string}
+              schemaFields: {type: string}
+";
+
+/// Functions named `<prefix>-pythonic` and `<prefix>-sdk`, reached at the given addresses,
+/// insecure (the development annotations) or with mutual TLS (`oxplane.io/function-endpoint`).
+fn functions(prefix: &str, pythonic: &str, sdk: &str, mutual_tls: bool) -> String {
+    let annotations = |address: &str| {
+        if mutual_tls {
+            format!("{{oxplane.io/function-endpoint: \"{address}\"}}")
+        } else {
+            format!("{{render.crossplane.io/runtime: Development, render.crossplane.io/runtime-development-target: \"{address}\"}}")
+        }
+    };
+    format!(
+        "apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: {prefix}-pythonic
+  annotations: {}
+spec: {{package: ghcr.io/fortra/function-pythonic:v0.1.4}}
+---
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: {prefix}-sdk
+  annotations: {}
+spec: {{package: xpkg.example.org/tests/function-sdk-python-example:v0.1.0}}
+",
+        annotations(pythonic),
+        annotations(sdk)
+    )
+}
+
+/// A Composition mixing the Python functions `<prefix>-pythonic` and `<prefix>-sdk` with the
+/// built-in patch-and-transform and auto-ready.
+fn composition(prefix: &str) -> String {
+    format!(
+        r#"
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata: {{name: {prefix}-petsets}}
+spec:
+  compositeTypeRef: {{apiVersion: example.org/v1alpha1, kind: XPetSet}}
+  mode: Pipeline
+  pipeline:
+  - step: pets-in-python
+    functionRef: {{name: {prefix}-pythonic}}
+    input:
+      apiVersion: pythonic.fn.fortra.com/v1alpha1
+      kind: Composite
+      composite: |
+        class PetSet(BaseComposite):
+            def compose(self):
+                # Readiness is function-auto-ready's job in this pipeline.
+                self.autoReady = False
+                for i in range(int(self.spec.replicas)):
+                    pet = self.resources[f"pet-{{i}}"]('nop.crossplane.io/v1alpha1', 'NopResource')
+                    pet.spec.forProvider.fields.size = self.spec.size
+                    pet.spec.forProvider.fields.index = i
+                    pet.spec.forProvider.conditionAfter[0].time = '0s'
+                    pet.spec.forProvider.conditionAfter[0].conditionType = 'Ready'
+                    pet.spec.forProvider.conditionAfter[0].conditionStatus = 'True'
+                self.status.pets = int(self.spec.replicas)
+  - step: made-with-the-sdk
+    functionRef: {{name: {prefix}-sdk}}
+  - step: patch-and-transform
+    functionRef: {{name: function-patch-and-transform}}
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: tag
+        base:
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource
+          spec:
+            forProvider:
+              conditionAfter: [{{time: 0s, conditionType: Ready, conditionStatus: "True"}}]
+              fields: {{}}
+        patches:
+        - type: FromCompositeFieldPath
+          fromFieldPath: spec.size
+          toFieldPath: spec.forProvider.fields.tag
+          transforms:
+          - type: string
+            string: {{type: Format, fmt: "size-%s"}}
+  - step: automatically-detect-ready-composed-resources
+    functionRef: {{name: function-auto-ready}}
+"#
+    )
+}
+
+const BUILTINS: &str = "
+apiVersion: pkg.crossplane.io/v1
+kind: Provider
+metadata: {name: provider-nop}
+spec: {package: xpkg.crossplane.io/crossplane-contrib/provider-nop:v0.4.0}
+---
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata: {name: function-patch-and-transform}
+spec: {package: xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.8.2}
+---
+apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata: {name: function-auto-ready}
+spec: {package: xpkg.crossplane.io/crossplane-contrib/function-auto-ready:v0.5.0}
+";
+
+#[test]
+fn python_functions_compose_beside_built_in_ones_insecure_and_over_mutual_tls() {
+    let server = Server::start();
+    let logs = tempfile::tempdir().unwrap();
+    // The functions' server certificates, from oxplane's CA in its data directory.
+    let certs = logs.path().join("certs");
+    oxplane_certs(server.dir(), &certs);
+    let pythonic_plain = FunctionServer::pythonic(None, logs.path());
+    let sdk_plain = FunctionServer::sdk_function(None, logs.path());
+    let pythonic_tls = FunctionServer::pythonic(Some(&certs), logs.path());
+    let sdk_tls = FunctionServer::sdk_function(Some(&certs), logs.path());
+
+    server.apply(BUILTINS);
+    server.apply(&functions("plain", &pythonic_plain.address, &sdk_plain.address, false));
+    server.apply(&functions("mtls", &pythonic_tls.address, &sdk_tls.address, true));
+    server.kubectl(&[
+        "wait",
+        "--for=condition=Healthy",
+        "provider/provider-nop",
+        "function/function-patch-and-transform",
+        "function/function-auto-ready",
+        "function/plain-pythonic",
+        "function/plain-sdk",
+        "function/mtls-pythonic",
+        "function/mtls-sdk",
+        "--timeout=90s",
+    ]);
+    for (function, address) in
+        [("plain-pythonic", &pythonic_plain.address), ("plain-sdk", &sdk_plain.address), ("mtls-pythonic", &pythonic_tls.address), ("mtls-sdk", &sdk_tls.address)]
+    {
+        let revisions = server.get(&["functionrevisions", "-l", &format!("pkg.crossplane.io/package={function}")]).unwrap();
+        assert_eq!(revisions["items"][0]["status"]["endpoint"], address.as_str(), "{function}");
+    }
+    server.apply(XRD);
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/xpetsets.example.org", "--timeout=90s"]);
+    server.apply(&composition("plain"));
+    server.apply(&composition("mtls"));
+    server.apply("apiVersion: example.org/v1alpha1\nkind: XPetSet\nmetadata: {name: cats}\nspec: {size: small, replicas: 2, compositionRef: {name: plain-petsets}}\n");
+    server.apply("apiVersion: example.org/v1alpha1\nkind: XPetSet\nmetadata: {name: dogs}\nspec: {size: large, replicas: 3, compositionRef: {name: mtls-petsets}}\n");
+
+    for (xr, size, replicas) in [("cats", "small", 2), ("dogs", "large", 3)] {
+        within(T, &format!("{xr} Ready"), || server.get(&["xpetset", xr]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced")));
+        let nops = composed_nops(&server, xr);
+        let mut expected: Vec<String> = (0..replicas).map(|i| format!("pet-{i}")).collect();
+        expected.extend(["sdk-made".to_string(), "tag".to_string()]);
+        expected.sort();
+        assert_eq!(nops.keys().cloned().collect::<Vec<_>>(), expected, "{xr}");
+        for i in 0..replicas {
+            assert_eq!(nops[&format!("pet-{i}")]["spec"]["forProvider"]["fields"], json!({"size": size, "index": i}), "{xr}");
+        }
+        assert_eq!(nops["sdk-made"]["spec"]["forProvider"]["fields"], json!({"size": size, "madeBy": "crossplane-function-sdk-python"}));
+        assert_eq!(nops["tag"]["spec"]["forProvider"]["fields"], json!({"tag": format!("size-{size}")}));
+        for nop in nops.values() {
+            assert!(is_true(nop, "Ready"), "{nop}");
+        }
+        let status = &server.get(&["xpetset", xr]).unwrap()["status"];
+        assert_eq!(status["pets"], replicas);
+        assert_eq!(status["sdkSize"], size);
+        // The SDK function's result, as a Normal event on the XR.
+        let events = server.kubectl(&["get", "events", "--field-selector", &format!("involvedObject.name={xr}"), "-o", "json"]);
+        assert!(events.contains(&format!("Pipeline step \\\"made-with-the-sdk\\\": composed sdk-made of size {size}")), "{events}");
+    }
+    assert!(pythonic_tls.log().contains("Completed compose"), "{}", pythonic_tls.log());
+}
