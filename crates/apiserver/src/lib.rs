@@ -9,8 +9,11 @@
 //! - [`http`]: the request handlers.
 //! - [`status`]: Kubernetes `Status` errors.
 //! - [`encryption`]: Secrets (and any configured resource) encrypted at rest.
+//!
+//! The pure machinery (patches, server-side apply, schemas and CEL, selectors, protobuf,
+//! JSONPath, tables, OpenAPI documents) lives in `oxplane-machinery` and is re-exported here
+//! under its old paths.
 
-pub mod apply;
 pub mod authn;
 pub mod cache;
 pub mod controllers;
@@ -18,20 +21,16 @@ pub mod convert;
 pub mod crd;
 pub mod encryption;
 pub mod http;
-pub mod jsonpath;
 pub mod objects;
 pub mod openapi;
 pub mod ops;
-pub mod patch;
-pub mod protobuf;
 pub mod registry;
-pub mod schema;
-pub mod selectors;
 pub mod server;
 pub mod state;
 pub mod status;
-pub mod table;
 pub mod testing;
+
+pub use oxplane_machinery::{apply, jsonpath, patch, protobuf, schema, selectors, table};
 
 /// Why the server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]

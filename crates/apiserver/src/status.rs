@@ -252,33 +252,7 @@ fn is_field_path(text: &str) -> bool {
     !text.is_empty() && !text.contains(' ') && text.chars().next().is_some_and(|c| c == '.' || c.is_ascii_lowercase())
 }
 
-/// Quotes `s` the way Go's `%q` does for the strings that show up in
-/// Kubernetes error messages (bad values, rule sources), so our messages
-/// match kube-apiserver's byte for byte in the common cases.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+pub use oxplane_machinery::golang::go_quote;
 
 /// `resource` or `resource.group`, as Kubernetes names a resource in messages.
 pub fn qualified(group: &str, resource: &str) -> String {

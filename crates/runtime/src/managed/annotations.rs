@@ -119,39 +119,10 @@ pub fn parse_go_duration(text: &str) -> Option<std::time::Duration> {
     parse_go_duration_or_zero(text).filter(|d| !d.is_zero())
 }
 
-/// Parses a Go duration as Go's `time.ParseDuration` does, zero included (`0`, `0s`);
-/// negative durations are refused.
+/// Parses a Go duration as Go's `time.ParseDuration` does, zero included (`0`, `0s`, `-0s`);
+/// negative durations and anything Go refuses are `None`.
 pub fn parse_go_duration_or_zero(text: &str) -> Option<std::time::Duration> {
-    let mut rest = text.trim();
-    if rest.is_empty() || rest.starts_with('-') {
-        return None;
-    }
-    if rest == "0" || rest == "+0" {
-        return Some(std::time::Duration::ZERO);
-    }
-    rest = rest.strip_prefix('+').unwrap_or(rest);
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-        if number_end == 0 {
-            return None;
-        }
-        let number: f64 = rest[..number_end].parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
-        let seconds = match &rest[..unit_end] {
-            "ns" => 1e-9,
-            "us" | "µs" | "μs" => 1e-6,
-            "ms" => 1e-3,
-            "s" => 1.0,
-            "m" => 60.0,
-            "h" => 3600.0,
-            _ => return None,
-        };
-        total += number * seconds;
-        rest = &rest[unit_end..];
-    }
-    (total >= 0.0 && total.is_finite()).then(|| std::time::Duration::from_secs_f64(total))
+    oxplane_machinery::golang::duration::parse(text.trim()).ok()
 }
 
 #[cfg(test)]
@@ -170,7 +141,8 @@ mod tests {
         }
         assert_eq!(parse_go_duration_or_zero("0s"), Some(Duration::ZERO));
         assert_eq!(parse_go_duration_or_zero("0"), Some(Duration::ZERO));
-        assert_eq!(parse_go_duration_or_zero("-0s"), None);
+        assert_eq!(parse_go_duration_or_zero("-0s"), Some(Duration::ZERO));
+        assert_eq!(parse_go_duration_or_zero("-1s"), None);
     }
 
     #[test]

@@ -271,10 +271,7 @@ fn to_date(layout: &str, text: &str) -> Result<Zoned, String> {
 
 /// A Go duration string (`1h30m`) in nanoseconds.
 fn parse_duration(text: &str) -> Result<i128, String> {
-    let neg = text.starts_with('-');
-    let d = crate::golang::duration::parse(text.trim_start_matches(['-', '+'])).map_err(|e| e.to_string())?;
-    let n = d.as_nanos() as i128;
-    Ok(if neg { -n } else { n })
+    crate::golang::duration::parse_nanos(text).map(i128::from).map_err(|e| e.to_string())
 }
 
 fn string(s: String) -> Result<Value, String> {

@@ -41,7 +41,7 @@ mod tests;
 
 use std::fmt;
 
-pub(crate) use crate::status::go_quote;
+pub(crate) use crate::golang::go_quote;
 use std::sync::Arc;
 
 /// Compiled CEL rules of a whole openAPIV3Schema.

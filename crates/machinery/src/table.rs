@@ -5,7 +5,7 @@ use jiff::Timestamp;
 use serde_json::{Value, json};
 
 use crate::jsonpath::{JsonPath, scalar_text};
-use crate::registry::ResourceDef;
+use crate::resource::ResourceDef;
 
 /// Where a column's value comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -240,7 +240,7 @@ mod tests {
             {"name": "READY", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Ready')].status"},
             {"name": "REPLICAS", "type": "integer", "jsonPath": ".spec.replicas", "priority": 1},
             {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]});
-        let mut resource = crate::registry::builtins().remove(0);
+        let mut resource = crate::resource::builtins().remove(0);
         resource.columns = crd_columns(&version);
         let object = json!({"metadata": {"name": "x", "creationTimestamp": "2000-01-01T00:00:00Z"},
             "spec": {"replicas": "three"}, "status": {"conditions": [{"type": "Ready", "status": "True"}]}});

@@ -130,7 +130,7 @@ pub(crate) fn label_value_problems(value: &str) -> Vec<String> {
     problems
 }
 
-pub(crate) use crate::status::go_quote;
+pub(crate) use crate::golang::go_quote;
 
 /// Renders a string list like Go's `%#v` of a `[]string`, used for "values" errors.
 pub(crate) fn go_string_slice(values: &[String]) -> String {

@@ -1,29 +1,19 @@
-//! OpenAPI v3 (and an empty v2, see [`v2`]): `/openapi/v3` (an index of group-versions, each with a content hash) and one
-//! document per group-version. kubectl needs it for `apply`, `create -f`, `edit` and `replace`
+//! OpenAPI v3 documents (and an empty v2, see [`v2`]), built from the kinds served: one
+//! document per group-version. kubectl needs them for `apply`, `create -f`, `edit` and `replace`
 //! with default validation (it then sends `fieldValidation=Strict` and lets the server check),
 //! for computing client-side-apply patches, and for `explain`.
 //!
-//! Documents are generated from the registry: built-in kinds from the schemas in [`builtin`],
-//! custom resources from their CRD's `openAPIV3Schema`. They are cached per registry
-//! generation, so the hash only changes when a served kind changes.
+//! Built-in kinds take their schemas from [`builtin`], custom resources from their CRD's
+//! `openAPIV3Schema`. The API server caches the documents; this module only builds them.
 
 pub mod builtin;
 pub mod v2;
 
-use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::registry::{Registry, ResourceDef};
-
-/// Cached documents, keyed by `api/v1` or `apis/<group>/<version>`.
-#[derive(Default)]
-pub struct OpenApi {
-    cache: Mutex<HashMap<String, (u64, Bytes, String)>>,
-}
+use crate::resource::ResourceDef;
 
 /// The index path of a group-version.
 pub fn gv_path(group: &str, version: &str) -> String {
@@ -47,49 +37,6 @@ pub fn component_name(resource: &ResourceDef) -> String {
     }
     let reversed: Vec<&str> = resource.group.split('.').rev().collect();
     format!("{}.{}.{}", reversed.join("."), resource.version, resource.kind)
-}
-
-fn hash_of(bytes: &[u8]) -> String {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut hasher);
-    format!("{:016X}", hasher.finish())
-}
-
-impl OpenApi {
-    /// The document of one group-version, and its hash; `None` if nothing is served there.
-    pub fn document(&self, registry: &Registry, group: &str, version: &str) -> Option<(Bytes, String)> {
-        let path = gv_path(group, version);
-        let generation = registry.generation();
-        if let Some((cached_generation, bytes, hash)) = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&path)
-            && *cached_generation == generation
-        {
-            return Some((bytes.clone(), hash.clone()));
-        }
-        let resources: Vec<Arc<ResourceDef>> =
-            registry.all().into_iter().filter(|r| r.group == group && r.version == version).collect();
-        if resources.is_empty() {
-            return None;
-        }
-        let bytes = Bytes::from(build(&resources).to_string());
-        let hash = hash_of(&bytes);
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(path, (generation, bytes.clone(), hash.clone()));
-        Some((bytes, hash))
-    }
-
-    /// The index: every served group-version with the URL of its current document.
-    pub fn index(&self, registry: &Registry) -> Value {
-        let mut paths = Map::new();
-        for (group, version) in registry.group_versions() {
-            if let Some((_, hash)) = self.document(registry, &group, &version) {
-                let path = gv_path(&group, &version);
-                paths.insert(path.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{path}?hash={hash}")}));
-            }
-        }
-        json!({"paths": paths})
-    }
 }
 
 fn gvk(resource: &ResourceDef) -> Value {
@@ -184,7 +131,8 @@ fn kind_schema(resource: &ResourceDef) -> Value {
     schema
 }
 
-fn build(resources: &[Arc<ResourceDef>]) -> Value {
+/// The OpenAPI v3 document of the given kinds (all of one group-version).
+pub fn build(resources: &[Arc<ResourceDef>]) -> Value {
     let mut path_map = Map::new();
     let mut components = builtin::meta_components();
     for resource in resources {
