@@ -16,6 +16,7 @@
 
 pub mod authn;
 pub mod cache;
+pub mod context;
 pub mod controllers;
 pub mod convert;
 pub mod crd;
@@ -29,6 +30,7 @@ pub mod server;
 pub mod state;
 pub mod status;
 pub mod testing;
+pub mod webhooks;
 
 pub use oxplane_machinery::{apply, jsonpath, patch, protobuf, schema, selectors, table};
 

@@ -19,3 +19,4 @@ mod requests;
 mod schemas;
 mod watch_expiry;
 mod watch_streams;
+mod webhooks;

@@ -181,6 +181,11 @@ pub fn builtins() -> Vec<ResourceDef> {
         events_v1,
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
         crds,
+        // Services name where admission and conversion webhooks are served (the API server's
+        // `webhooks::client::resolve`).
+        builtin("", "v1", "Service", "services", true, &["svc"]),
+        builtin("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, &[]),
+        builtin("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, &[]),
     ]
 }
 

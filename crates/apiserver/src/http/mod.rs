@@ -99,7 +99,20 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
             user
         }
     };
-    let mut response = next.run(request).await;
+    // As kube-apiserver: the client's `Audit-ID` is kept, else a new one; it is sent back.
+    let audit_id = request
+        .headers()
+        .get("audit-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 64)
+        .map(String::from)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let context = std::sync::Arc::new(crate::context::RequestContext::new(user.clone(), audit_id.clone()));
+    let response = crate::context::scope(context.clone(), next.run(request)).await;
+    let mut response = validation::with_warnings(response, &context.take_warnings());
+    if let Ok(value) = axum::http::HeaderValue::from_str(&audit_id) {
+        response.headers_mut().insert("audit-id", value);
+    }
     response.extensions_mut().insert(user);
     response
 }

@@ -71,25 +71,29 @@ pub trait AdmissionHook: Send + Sync {
     }
 }
 
-/// The hooks, in registration order.
+/// The hooks, in registration order, then the admission webhooks.
 pub struct AdmissionChain {
     hooks: RwLock<Vec<Arc<dyn AdmissionHook>>>,
+    /// Run after every in-process hook, as kube-apiserver runs its webhook plugins last.
+    webhooks: Arc<dyn AdmissionHook>,
 }
 
 impl AdmissionChain {
-    /// A chain holding the server's own hooks.
+    /// A chain holding the server's own hooks and the admission webhooks.
     pub fn with_builtins() -> Self {
         let hooks: Vec<Arc<dyn AdmissionHook>> = vec![Arc::new(NamespaceLifecycle), Arc::new(CustomResourceLifecycle)];
-        AdmissionChain { hooks: RwLock::new(hooks) }
+        AdmissionChain { hooks: RwLock::new(hooks), webhooks: crate::webhooks::admission::hook() }
     }
 
-    /// Adds a hook after the others.
+    /// Adds a hook after the other in-process ones (the webhooks still come last).
     pub fn register(&self, hook: Arc<dyn AdmissionHook>) {
         self.hooks.write().unwrap_or_else(|p| p.into_inner()).push(hook);
     }
 
     fn snapshot(&self) -> Vec<Arc<dyn AdmissionHook>> {
-        self.hooks.read().unwrap_or_else(|p| p.into_inner()).clone()
+        let mut hooks = self.hooks.read().unwrap_or_else(|p| p.into_inner()).clone();
+        hooks.push(self.webhooks.clone());
+        hooks
     }
 
     /// Runs every mutating hook in order; the first refusal wins.

@@ -156,6 +156,12 @@ pub(super) fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Re
     if resource.group.is_empty() && matches!(resource.kind.as_str(), "ConfigMap" | "Secret") {
         check_data_maps(resource, object)?;
     }
+    if resource.group == "admissionregistration.k8s.io" {
+        let causes = crate::webhooks::config::validate(object, resource.kind == "MutatingWebhookConfiguration");
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+        }
+    }
     Ok(())
 }
 

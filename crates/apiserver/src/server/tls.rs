@@ -55,6 +55,13 @@ pub fn ensure(dir: &Path, names: &[String]) -> Result<Certificates, ServeError> 
     Ok(generated.0)
 }
 
+/// A new CA and a serving certificate it signed for `names` (DNS names or IP addresses), kept
+/// in memory only: what a webhook server oxplane starts (or a test starts) serves with, its CA
+/// going into the configuration's `caBundle`.
+pub fn generate_serving(names: &[String]) -> Result<Certificates, ServeError> {
+    generate(names).map(|(certs, _)| certs)
+}
+
 /// Generates a CA and a serving certificate for `names`; also returns the CA key.
 fn generate(names: &[String]) -> Result<(Certificates, String), ServeError> {
     let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
