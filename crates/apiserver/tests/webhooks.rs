@@ -38,7 +38,8 @@ const CONFIG_MAPS: &str = "/api/v1/namespaces/default/configmaps";
 /// The reviews a webhook server received, by path.
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
-/// `/mutate` adds the label `mutated: yes` and warns; `/validate` refuses ConfigMaps labelled
+/// `/mutate` adds the label `mutated: yes` and warns; `/count` sets the label `count` to the
+/// number of the others; `/validate` refuses ConfigMaps labelled
 /// `deny` and any without `mutated` (so it proves the mutation came first); `/garbage`
 /// answers something that is no AdmissionReview; `/wrong-uid` answers for another request.
 async fn webhook_server(names: &[&str]) -> (WebhookServer, Seen) {
@@ -66,6 +67,11 @@ async fn webhook_server(names: &[&str]) -> (WebhookServer, Seen) {
                 admission_response(&review, false, Some("not mutated first"), None, &[])
             }
             "/validate" => admission_response(&review, true, None, None, &[]),
+            "/count" => {
+                let count = labels.as_object().map_or(0, |l| l.keys().filter(|k| *k != "count").count());
+                let patch = json!([{"op": "add", "path": "/metadata/labels/count", "value": count.to_string()}]);
+                admission_response(&review, true, None, Some(&patch), &[])
+            }
             "/wrong-uid" => json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": {"uid": "another", "allowed": true}}),
             _ => return (200, b"<html>not a webhook</html>".to_vec()),
         };
@@ -297,4 +303,31 @@ async fn configurations_kube_apiserver_refuses_are_refused() {
     let fields: Vec<&str> = status["details"]["causes"].as_array().unwrap().iter().map(|c| c["field"].as_str().unwrap()).collect();
     assert_eq!(fields, ["webhooks[0].name", "webhooks[0].sideEffects", "webhooks[0].clientConfig.url"]);
     assert!(status["message"].as_str().unwrap().starts_with("ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: "), "{status}");
+}
+
+#[tokio::test]
+async fn an_if_needed_webhook_is_called_again_after_a_later_change() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let (hooks, seen) = webhook_server(&["127.0.0.1"]).await;
+    let ca = hooks.ca_bundle();
+    // Configurations run in name order: the counter first, then the labeller changes the object.
+    configure(&client, "MutatingWebhookConfiguration", "a-counter", json!([
+        webhook("count.example.com", json!({"url": hooks.url("/count"), "caBundle": ca}), json!({"reinvocationPolicy": "IfNeeded"})),
+    ])).await;
+    configure(&client, "MutatingWebhookConfiguration", "b-labeller", json!([webhook("label.example.com", json!({"url": hooks.url("/mutate"), "caBundle": ca}), json!({}))])).await;
+    let (code, _, object) = send(&client, Method::POST, CONFIG_MAPS, config_map("counted", json!({"app": "a"}))).await;
+    assert_eq!(code, 201, "{object}");
+    assert_eq!(object["metadata"]["labels"], json!({"app": "a", "mutated": "yes", "count": "2"}));
+    let calls = seen.lock().unwrap().iter().filter(|(p, r)| p == "/count" && r["request"]["name"] == "counted").count();
+    assert_eq!(calls, 2);
+
+    // With the default policy (Never) it is called once and misses the later change.
+    remove(&client, "MutatingWebhookConfiguration", "a-counter").await;
+    configure(&client, "MutatingWebhookConfiguration", "a-counter", json!([
+        webhook("count.example.com", json!({"url": hooks.url("/count"), "caBundle": ca}), json!({})),
+    ])).await;
+    let (code, _, object) = send(&client, Method::POST, CONFIG_MAPS, config_map("once", json!({"app": "a"}))).await;
+    assert_eq!(code, 201, "{object}");
+    assert_eq!(object["metadata"]["labels"]["count"], "1");
 }
