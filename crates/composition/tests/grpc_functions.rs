@@ -7,40 +7,16 @@
 use std::sync::Arc;
 
 use oxplane_functions::grpc::tls::CertificateAuthority;
-use oxplane_functions::grpc::{ServerTls, serve};
-use oxplane_functions::{AutoReady, Function, PatchAndTransform};
+use oxplane_functions::grpc::ServerTls;
+use oxplane_functions::{AutoReady, PatchAndTransform};
 use oxplane_runtime::kinds::Kind;
 use serde_json::Value;
 use tokio::net::TcpListener;
-use tokio::sync::oneshot;
 
-use crate::support::{self, Plane, XAPP_XRD, condition, is_true};
-
-/// A function server, stopped when dropped.
-struct Served {
-    address: String,
-    _stop: oneshot::Sender<()>,
-}
-
-async fn start(function: Arc<dyn Function>, listener: TcpListener, tls: Option<ServerTls>) -> Served {
-    let address = listener.local_addr().unwrap().to_string();
-    let (stop, stopped) = oneshot::channel::<()>();
-    tokio::spawn(serve(function, listener, tls, async move {
-        let _ = stopped.await;
-    }));
-    Served { address, _stop: stop }
-}
-
-fn functions() -> Kind {
-    Kind::new("pkg.crossplane.io", "v1", "Function", "functions", false)
-}
+use crate::support::{self, Plane, XAPP_XRD, condition, functions, is_true, serve_on, xapps};
 
 fn function_revisions() -> Kind {
     Kind::new("pkg.crossplane.io", "v1", "FunctionRevision", "functionrevisions", false)
-}
-
-fn xapps() -> Kind {
-    Kind::new("example.org", "v1", "XApp", "xapps", true)
 }
 
 fn composition(patch_and_transform: &str, ready: &str) -> String {
@@ -85,8 +61,8 @@ async fn steps_run_over_mutual_tls_and_plain_text() {
     let ca = CertificateAuthority::load_or_create(&plane.server.path().join("pki/functions")).unwrap();
     let certs = plane.server.path().join("pt-certs");
     ca.write_server_dir(&certs, &["127.0.0.1".to_string()]).unwrap();
-    let pt = start(Arc::new(PatchAndTransform), TcpListener::bind("127.0.0.1:0").await.unwrap(), Some(ServerTls::from_dir(&certs).unwrap())).await;
-    let ready = start(Arc::new(AutoReady), TcpListener::bind("127.0.0.1:0").await.unwrap(), None).await;
+    let pt = serve_on(Arc::new(PatchAndTransform), TcpListener::bind("127.0.0.1:0").await.unwrap(), Some(ServerTls::from_dir(&certs).unwrap())).await;
+    let ready = serve_on(Arc::new(AutoReady), TcpListener::bind("127.0.0.1:0").await.unwrap(), None).await;
     plane
         .apply_yaml(&format!(
             r#"
@@ -172,7 +148,7 @@ async fn an_unreachable_function_is_named_and_everything_recovers_when_it_comes_
 
     // The function comes up on its address: the Function turns healthy and the XR composes,
     // without anyone touching either.
-    let _served = start(Arc::new(PatchAndTransform), TcpListener::bind(&address).await.unwrap(), None).await;
+    let _served = serve_on(Arc::new(PatchAndTransform), TcpListener::bind(&address).await.unwrap(), None).await;
     plane.wait_object(&functions(), None, "late-pt", "the function to recover", |f| is_true(f, "Healthy")).await;
     plane.wait_object(&xapps(), Some("default"), "shop", "the XR to recover", |x| is_true(x, "Ready") && is_true(x, "Synced")).await;
 }

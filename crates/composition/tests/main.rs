@@ -9,6 +9,7 @@ mod claims;
 mod composite;
 mod core_crds;
 mod environment;
+mod grpc_faults;
 mod grpc_functions;
 mod selection;
 mod usages;

@@ -177,3 +177,40 @@ pub fn config_maps() -> Kind {
 pub fn condition(object: &Value, type_: &str) -> Option<oxplane_runtime::conditions::Condition> {
     oxplane_runtime::conditions::get(object, type_)
 }
+
+/// A function server on 127.0.0.1, stopped when dropped.
+pub struct Served {
+    /// `127.0.0.1:PORT`.
+    pub address: String,
+    /// Dropping it stops the server.
+    pub stop: tokio::sync::oneshot::Sender<()>,
+}
+
+/// Serves `function` over gRPC on `listener`, insecure or with mutual TLS.
+pub async fn serve_on(
+    function: std::sync::Arc<dyn oxplane_functions::Function>,
+    listener: tokio::net::TcpListener,
+    tls: Option<oxplane_functions::grpc::ServerTls>,
+) -> Served {
+    let address = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(oxplane_functions::grpc::serve(function, listener, tls, async move {
+        let _ = stopped.await;
+    }));
+    Served { address, stop }
+}
+
+/// Serves `function` over gRPC on a free port.
+pub async fn serve_function(function: std::sync::Arc<dyn oxplane_functions::Function>, tls: Option<oxplane_functions::grpc::ServerTls>) -> Served {
+    serve_on(function, tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap(), tls).await
+}
+
+/// `pkg.crossplane.io/v1` `Function`.
+pub fn functions() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "Function", "functions", false)
+}
+
+/// The namespaced `XApp`s of [`XAPP_XRD`].
+pub fn xapps() -> Kind {
+    Kind::new("example.org", "v1", "XApp", "xapps", true)
+}
