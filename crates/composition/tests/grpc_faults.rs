@@ -19,6 +19,7 @@ use oxplane_functions::grpc::tls::CertificateAuthority;
 use oxplane_functions::grpc::ServerTls;
 use oxplane_functions::protocol::{FnResult, RunFunctionRequest, RunFunctionResponse};
 use oxplane_functions::{Function, FunctionError, PatchAndTransform};
+use oxplane_runtime::kinds::Kind;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
@@ -255,9 +256,25 @@ async fn a_function_gone_bad_is_named_retried_keeps_what_was_composed_and_recove
         uids.push(uid);
     }
 
-    // Every function goes bad.
+    // Every function goes bad, and every XR is reconciled again (a change of its own, as
+    // otherwise only its poll interval would bring the next call).
     for (name, address, mutual_tls, _) in &cases {
         point(&plane, name, address, *mutual_tls).await;
+    }
+    for (name, address, ..) in &cases {
+        // The Function's new endpoint is in use once its revision says so.
+        let revisions = Kind::new("pkg.crossplane.io", "v1", "FunctionRevision", "functionrevisions", false);
+        let selector = format!("pkg.crossplane.io/package={name}");
+        plane
+            .wait(&format!("{name} to point at {address}"), async |p| {
+                let revision = p.runtime.kube.list(&revisions, None, Some(&selector)).await.unwrap().pop()?;
+                (revision["status"]["endpoint"] == address.as_str()).then_some(())
+            })
+            .await;
+    }
+    for (name, ..) in &cases {
+        let touch = json!({"metadata": {"annotations": {"example.org/touched": "yes"}}});
+        plane.runtime.kube.merge_patch(&xapps(), Some("default"), &format!("xr-{name}"), &touch).await.unwrap();
     }
     plane.apply_yaml(&composition("via-built-ins", "function-patch-and-transform")).await;
     plane.apply_yaml(&xapp("bystander", "via-built-ins")).await;
@@ -275,8 +292,12 @@ async fn a_function_gone_bad_is_named_retried_keeps_what_was_composed_and_recove
             .await;
         let synced = condition(&xr, "Synced").unwrap();
         assert_eq!((synced.reason.as_str(), synced.message.as_str()), ("ReconcileError", message.as_str()));
-        let events = plane.events_of(&xr).await;
-        assert!(events.iter().any(|(t, _, m)| t == "Warning" && *m == message), "{name}: {events:?}");
+        // Events are recorded beside the status, not before it.
+        plane
+            .wait(&format!("a Warning event on xr-{name}"), async |p| {
+                p.events_of(&xr).await.iter().any(|(t, _, m)| t == "Warning" && *m == message).then_some(())
+            })
+            .await;
         failed.push(xr);
     }
     // Meanwhile another XR composed, and nothing already composed was deleted.
