@@ -28,7 +28,7 @@ fn is_dns_label(s: &str) -> bool {
 
 /// Validates a CRD's spec; an empty result means it is acceptable.
 pub fn validate(crd: &Value) -> Vec<Cause> {
-    let mut causes = Vec::new();
+    let mut causes = crate::webhooks::conversion::validate_crd(crd);
     let spec = &crd["spec"];
     let group = spec["group"].as_str().unwrap_or_default();
     let names = &spec["names"];

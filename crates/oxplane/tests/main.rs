@@ -6,6 +6,7 @@
 mod support;
 mod cli;
 mod composition;
+mod conversion_webhooks;
 mod conformance;
 mod deletion;
 mod external_functions;

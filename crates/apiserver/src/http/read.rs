@@ -33,7 +33,7 @@ pub async fn get(state: &AppState, resource: &ResourceDef, key: &str, name: &str
     match state.cache.get(key) {
         (Some(object), _) => {
             let mut object = (*object).clone();
-            crate::convert::present(resource, &mut object);
+            crate::webhooks::conversion::present(&state.cache, resource, &mut object).await?;
             Ok(object)
         }
         (None, _) => Err(ApiError::not_found(&resource.group, &resource.plural, name)),
@@ -139,6 +139,8 @@ pub async fn list(
             }
         }
     };
+    // A CRD's conversion webhook converts the whole list in one call.
+    let candidates = crate::webhooks::conversion::present_shared(&state.cache, resource, candidates).await?;
     let mut items = Vec::new();
     let mut continue_token = None;
     let mut last_key = String::new();

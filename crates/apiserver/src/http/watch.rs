@@ -58,8 +58,9 @@ pub fn stream(cache: &Arc<WatchCache>, registry: &Arc<Registry>, request: WatchR
         Ok(watch) => {
             let guard = watchers.open(&request.resource.group, &request.resource.plural);
             let registry = registry.clone();
+            let cache = cache.clone();
             tokio::spawn(async move {
-                run(request, watch, tx, registry).await;
+                run(request, watch, tx, registry, cache).await;
                 drop(guard);
             });
         }
@@ -155,11 +156,37 @@ fn render(event: &CacheEvent, rendering: &mut Rendering<'_>, selection: &Selecti
     Some(event_line(kind, &payload(event, &object, rendering)))
 }
 
-async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>, registry: Arc<Registry>) {
+/// The event with its objects converted to the watched version by the CRD's conversion
+/// webhook, when it has one and they need it; a failed conversion ends the stream with it.
+async fn converted(cache: &WatchCache, resource: &ResourceDef, event: &CacheEvent) -> Result<Option<CacheEvent>, ApiError> {
+    let Some(conversion) = crate::webhooks::conversion::for_resource(cache, resource) else { return Ok(None) };
+    let desired = resource.api_version();
+    if event.object["apiVersion"].as_str() == Some(desired.as_str())
+        && event.prev.as_ref().is_none_or(|prev| prev["apiVersion"].as_str() == Some(desired.as_str()))
+    {
+        return Ok(None);
+    }
+    let mut objects = vec![(*event.object).clone()];
+    objects.extend(event.prev.as_ref().map(|prev| (**prev).clone()));
+    crate::webhooks::conversion::convert(cache, &conversion, &mut objects, &desired).await?;
+    let prev = objects.get(1).cloned().map(Arc::new);
+    let object = Arc::new(objects.swap_remove(0));
+    Ok(Some(CacheEvent::new(event.revision, event.key.clone(), event.kind, object, prev)))
+}
+
+async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::Sender<Bytes>, registry: Arc<Registry>, cache: Arc<WatchCache>) {
     let mut served = registry.subscribe();
     let mut rendering = Rendering { resource: &request.resource, table: request.table, first: true, metadata_only: request.metadata_only };
     for event in &watch.initial {
-        if let Some(line) = render(event, &mut rendering, &request.selection)
+        let event = match converted(&cache, &request.resource, event).await {
+            Ok(Some(converted)) => Arc::new(converted),
+            Ok(None) => event.clone(),
+            Err(error) => {
+                let _ = tx.send(error_line(&error)).await;
+                return;
+            }
+        };
+        if let Some(line) = render(&event, &mut rendering, &request.selection)
             && tx.send(line).await.is_err()
         {
             return;
@@ -192,6 +219,14 @@ async fn run(request: WatchRequest, watch: crate::cache::CacheWatch, tx: mpsc::S
                     if !event.key.starts_with(&request.prefix) {
                         continue;
                     }
+                    let event = match converted(&cache, &request.resource, &event).await {
+                        Ok(Some(converted)) => Arc::new(converted),
+                        Ok(None) => event,
+                        Err(error) => {
+                            let _ = tx.send(error_line(&error)).await;
+                            return;
+                        }
+                    };
                     if let Some(line) = render(&event, &mut rendering, &request.selection)
                         && tx.send(line).await.is_err()
                     {

@@ -80,10 +80,13 @@ pub async fn apply(state: &AppState, target: &ObjectTarget<'_>, body: &[u8], opt
         let kv = state.store.get(&target.key()).await.map_err(store_error)?.kv;
         let old = kv.as_ref().map(objects::from_store).transpose()?;
         // The configuration speaks the client's version of the object.
-        let live = old.clone().map(|mut view| {
-            crate::convert::present(resource, &mut view);
-            view
-        });
+        let live = match old.clone() {
+            Some(mut view) => {
+                crate::webhooks::conversion::present(&state.cache, resource, &mut view).await?;
+                Some(view)
+            }
+            None => None,
+        };
         let managed = entries_of(live.as_ref());
         let applied = apply::apply(
             live.as_ref(),

@@ -123,12 +123,16 @@ pub(super) async fn create_with(
         crate::convert::present(resource, &mut object);
         return Ok(Written { object, warnings, created: true });
     }
+    // With a conversion webhook the object is stored in the storage version; the client gets
+    // it back in the version it wrote.
+    let mut stored_form = object.clone();
+    crate::webhooks::conversion::to_storage(&state.cache, resource, &mut stored_form).await?;
     // A generated name may collide: pick another a few times, as Kubernetes does.
     let mut attempts = if explicit.is_empty() && generate.is_some() { 8 } else { 1 };
     loop {
         attempts -= 1;
         let key = resource.key(namespace, &name);
-        match state.store.write(Write::Create { key, value: objects::to_store(&object) }).await.map_err(store_error)? {
+        match state.store.write(Write::Create { key, value: objects::to_store(&stored_form) }).await.map_err(store_error)? {
             WriteResult::Committed(event) => {
                 objects::set_resource_version(&mut object, event.revision());
                 if is_crd(resource) {
@@ -140,6 +144,7 @@ pub(super) async fn create_with(
             WriteResult::Rejected { .. } if attempts > 0 => {
                 name = generated_name(generate.as_deref().unwrap_or_default());
                 objects::metadata_mut(&mut object)?.insert("name".into(), json!(name));
+                objects::metadata_mut(&mut stored_form)?.insert("name".into(), json!(name));
             }
             WriteResult::Rejected { .. } => return Err(ApiError::already_exists(&resource.group, &resource.plural, &name)),
         }

@@ -185,7 +185,7 @@ pub async fn delete(state: &AppState, target: &ObjectTarget<'_>, options: &Delet
                     WriteResult::Rejected { .. } => continue,
                 }
             }
-            crate::convert::present(resource, &mut object);
+            crate::webhooks::conversion::present(&state.cache, resource, &mut object).await?;
             return Ok(Deleted::Gone(object));
         }
         lifecycle::set_finalizers(&mut object, &held);
@@ -201,14 +201,14 @@ pub async fn delete(state: &AppState, target: &ObjectTarget<'_>, options: &Delet
             }
         }
         if object == old || options.dry_run {
-            crate::convert::present(resource, &mut object);
+            crate::webhooks::conversion::present(&state.cache, resource, &mut object).await?;
             return Ok(Deleted::Pending(object));
         }
         let write = Write::Update { key: key.clone(), value: objects::to_store(&object), expected: kv.mod_revision };
         match state.store.write(write).await.map_err(store_error)? {
             WriteResult::Committed(event) => {
                 objects::set_resource_version(&mut object, event.revision());
-                crate::convert::present(resource, &mut object);
+                crate::webhooks::conversion::present(&state.cache, resource, &mut object).await?;
                 return Ok(Deleted::Pending(object));
             }
             WriteResult::Rejected { .. } => continue,

@@ -127,7 +127,7 @@ pub async fn patch(
         let old = objects::from_store(&kv)?;
         // The patch is written against the client's view of the object.
         let mut view = old.clone();
-        crate::convert::present(resource, &mut view);
+        crate::webhooks::conversion::present(&state.cache, resource, &mut view).await?;
         let mut patched = apply_to(resource, patch_type, &view, body)?;
         crate::convert::to_storage(resource, &mut patched);
         if !patched.is_object() {

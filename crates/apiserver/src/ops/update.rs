@@ -36,6 +36,19 @@ pub(super) async fn commit(
     ownership: Ownership<'_>,
 ) -> Result<Commit, ApiError> {
     let ObjectTarget { resource, namespace, name, subresource } = *target;
+    // With a conversion webhook, the update is made in the version written through: the
+    // stored object is converted to it here, the result back to the storage version below.
+    let conversion = crate::webhooks::conversion::for_resource(&state.cache, resource);
+    let converted_old;
+    let old = match &conversion {
+        Some(conversion) => {
+            let mut view = old.clone();
+            crate::webhooks::conversion::convert(&state.cache, conversion, std::slice::from_mut(&mut view), &resource.api_version()).await?;
+            converted_old = view;
+            &converted_old
+        }
+        None => old,
+    };
     // Computed ownership covers the whole object, also when a subresource write keeps the
     // rest of the stored metadata.
     let computed = match ownership {
@@ -108,7 +121,15 @@ pub(super) async fn commit(
         crate::convert::present(resource, &mut object);
         return Ok(Commit::Written(Written { object, warnings, created: false }));
     }
-    let write = Write::Update { key, value: objects::to_store(&object), expected: kv.mod_revision };
+    let value = match &conversion {
+        Some(conversion) => {
+            let mut stored = object.clone();
+            crate::webhooks::conversion::convert(&state.cache, conversion, std::slice::from_mut(&mut stored), &conversion.storage_api_version()).await?;
+            objects::to_store(&stored)
+        }
+        None => objects::to_store(&object),
+    };
+    let write = Write::Update { key, value, expected: kv.mod_revision };
     match state.store.write(write).await.map_err(store_error)? {
         WriteResult::Committed(event) => {
             objects::set_resource_version(&mut object, event.revision());

@@ -178,7 +178,7 @@ enum Outcome {
 /// Calls `webhook` with `review` and checks its answer as kube-apiserver does.
 async fn call(state: &AppState, webhook: &Webhook, review: &Value, object: &Value, mutating: bool) -> Outcome {
     let uid = review["request"]["uid"].as_str().unwrap_or_default().to_string();
-    let target = match client::resolve(state, &webhook.client_config) {
+    let target = match client::resolve(&state.cache, &webhook.client_config) {
         Ok(target) => target,
         Err(e) => return Outcome::Failed(format!("failed to call webhook: {e}")),
     };

@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::Value;
 
 use super::config::ClientConfig;
-use crate::state::AppState;
+use crate::cache::WatchCache;
 
 /// Largest webhook response read (kube-apiserver reads at most 3 MiB more than the request).
 const MAX_RESPONSE: usize = 6 * 1024 * 1024;
@@ -56,7 +56,7 @@ impl Target {
 /// [`ADDRESS_ANNOTATION`] saying where on this machine the process serving it listens (there
 /// is no cluster network to route a cluster IP). The certificate must name
 /// `<service>.<namespace>.svc`, as in Kubernetes.
-pub fn resolve(state: &AppState, config: &ClientConfig) -> Result<Target, String> {
+pub fn resolve(cache: &WatchCache, config: &ClientConfig) -> Result<Target, String> {
     if let Some(url) = &config.url {
         let rest = url.strip_prefix("https://").ok_or_else(|| format!("unsupported URL {url:?}: only https is allowed"))?;
         let (authority, path) = match rest.find('/') {
@@ -71,7 +71,7 @@ pub fn resolve(state: &AppState, config: &ClientConfig) -> Result<Target, String
     let path = service.path.clone().unwrap_or_else(|| "/".into());
     let server_name = format!("{}.{}.svc", service.name, service.namespace);
     let key = format!("/registry/core/services/{}/{}", service.namespace, service.name);
-    let Some(found) = state.cache.get(&key).0 else {
+    let Some(found) = cache.get(&key).0 else {
         return Err(format!("service \"{}/{}\" not found", service.namespace, service.name));
     };
     let port_u16 = u16::try_from(port).map_err(|_| format!("invalid port {port}"))?;
