@@ -9,6 +9,7 @@
 //! slowing the others down.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
@@ -126,6 +127,8 @@ pub struct WatchCache {
     live: broadcast::Sender<Live>,
     revision: watch::Sender<Revision>,
     store: Arc<dyn Store>,
+    /// Prefixes whose last change is tracked (see [`WatchCache::track`]).
+    tracked: RwLock<Vec<(String, Arc<AtomicU64>)>>,
 }
 
 /// A watch on the cache: first the replayed events, then live ones.
@@ -157,10 +160,30 @@ impl WatchCache {
             live,
             revision: revision_tx,
             store,
+            tracked: RwLock::default(),
         });
         let follower = Arc::downgrade(&cache);
         tokio::spawn(async move { follow(follower, revision).await });
         Ok(cache)
+    }
+
+    /// A counter set to the revision of the last change under `prefix` the cache applied (a
+    /// reset counts as a change). It is set under the cache's lock, after the change: whoever
+    /// reads a new value and then lists sees that change. Derived state (the RBAC rules) is
+    /// rebuilt only when it moves, without scanning the cache on every request.
+    pub fn track(&self, prefix: &str) -> Arc<AtomicU64> {
+        let counter = Arc::new(AtomicU64::new(self.revision().max(1)));
+        self.tracked.write().unwrap_or_else(|p| p.into_inner()).push((prefix.to_string(), counter.clone()));
+        counter
+    }
+
+    /// Marks the tracked prefixes `key` is under as changed at `revision`.
+    fn touch(&self, key: &str, revision: Revision) {
+        for (prefix, counter) in self.tracked.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            if key.starts_with(prefix.as_str()) {
+                counter.store(revision, Ordering::Release);
+            }
+        }
     }
 
     /// The revision the cache has applied.
@@ -253,6 +276,7 @@ impl WatchCache {
                 }
             };
             let key = event.key().to_string();
+            self.touch(&key, revision);
             let prev = match kind {
                 EventType::Deleted => state.objects.remove(&key),
                 _ => state.objects.insert(key.clone(), object.clone()),
@@ -279,6 +303,9 @@ impl WatchCache {
     fn reset(&self, objects: BTreeMap<String, Arc<Value>>, revision: Revision) {
         let mut state = self.state.write().unwrap_or_else(|p| p.into_inner());
         *state = State { revision, objects, history: VecDeque::new(), history_start: revision };
+        for (_, counter) in self.tracked.read().unwrap_or_else(|p| p.into_inner()).iter() {
+            counter.store(revision.max(1), Ordering::Release);
+        }
         let _ = self.live.send(Live::Reset);
         drop(state);
         self.revision.send_replace(revision);

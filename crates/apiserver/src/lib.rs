@@ -2,6 +2,7 @@
 //! store, served over HTTPS to kubectl, kube-rs and the Python client.
 //!
 //! - [`authn`]: who a request is from ([`authn::UserInfo`] in each request's extensions).
+//! - [`authz`]: what they may do (RBAC, impersonation, access reviews).
 //! - [`server`]: `oxplane up`: certificates, token, kubeconfig, the HTTPS listener, shutdown.
 //! - [`registry`]: the kinds served and where they live in URLs, discovery and the store.
 //! - [`state`]: what handlers and in-server controllers share.
@@ -15,6 +16,7 @@
 //! under its old paths.
 
 pub mod authn;
+pub mod authz;
 pub mod cache;
 pub mod context;
 pub mod controllers;

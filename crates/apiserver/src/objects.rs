@@ -67,6 +67,18 @@ pub fn validate_name(name: &str) -> Option<Cause> {
     })
 }
 
+/// Checks a name that only has to be one URL path segment (RBAC's roles and bindings): not
+/// `.` or `..`, no `/` or `%`.
+pub fn validate_path_segment_name(name: &str) -> Option<Cause> {
+    let why = match name {
+        "." | ".." => format!("may not be '{name}'"),
+        _ if name.contains('/') => "may not contain '/'".to_string(),
+        _ if name.contains('%') => "may not contain '%'".to_string(),
+        _ => return None,
+    };
+    Some(Cause { reason: "FieldValueInvalid".into(), message: format!("Invalid value: \"{name}\": {why}"), field: "metadata.name".into() })
+}
+
 /// Fills the metadata the server owns on create.
 pub fn stamp_new(object: &mut Value) -> Result<(), ApiError> {
     let meta = metadata_mut(object)?;

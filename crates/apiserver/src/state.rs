@@ -30,6 +30,8 @@ pub struct AppState {
     pub token: String,
     /// Who requests are from (bearer tokens, client certificates).
     pub authenticator: crate::authn::Authenticator,
+    /// What they may do (RBAC).
+    pub authorizer: crate::authz::Authorizer,
     /// Set once the kubeconfig is written; `/readyz` answers `ok` from then on.
     pub ready: AtomicBool,
     /// OpenAPI documents, cached per registry generation.
@@ -48,6 +50,7 @@ impl AppState {
     /// State over a store and a registry, with the built-in admission hooks.
     pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, registry: Arc<Registry>, token: String) -> Self {
         AppState {
+            authorizer: crate::authz::Authorizer::new(cache.clone()),
             store,
             cache,
             registry,

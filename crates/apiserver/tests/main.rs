@@ -8,6 +8,7 @@ mod admission;
 mod apply;
 mod at_rest;
 mod authn;
+mod authz;
 mod controller;
 mod crds;
 mod events;

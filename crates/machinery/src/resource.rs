@@ -186,6 +186,10 @@ pub fn builtins() -> Vec<ResourceDef> {
         builtin("", "v1", "Service", "services", true, &["svc"]),
         builtin("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, &[]),
         builtin("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[]),
     ]
 }
 

@@ -1,5 +1,6 @@
 //! Controllers that run inside the server, as kube-controller-manager's do beside
-//! kube-apiserver: the garbage collector, namespace deletion, and CRD cleanup.
+//! kube-apiserver: the garbage collector, namespace deletion, CRD cleanup, and ClusterRole
+//! aggregation.
 //!
 //! Each one follows the whole watch cache (every object of every kind), keeps what it needs
 //! in memory, and acts through [`crate::ops`] like any client would, so its writes obey every
@@ -7,8 +8,9 @@
 //! listing brings back every pending piece of work (a deletion half done finishes).
 //!
 //! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
-//! `crd_cleanup.rs`, `events.rs` (Events the controllers record).
+//! `crd_cleanup.rs`, `aggregation.rs`, `events.rs` (Events the controllers record).
 
+mod aggregation;
 mod crd_cleanup;
 mod events;
 mod gc;
@@ -39,6 +41,7 @@ pub fn start(state: &Arc<AppState>) -> Controllers {
             tokio::spawn(runner::run(state.clone(), gc::GarbageCollector::default())),
             tokio::spawn(runner::run(state.clone(), namespaces::NamespaceController::default())),
             tokio::spawn(runner::run(state.clone(), crd_cleanup::CrdCleanup::default())),
+            tokio::spawn(runner::run(state.clone(), aggregation::Aggregation::default())),
         ],
     }
 }

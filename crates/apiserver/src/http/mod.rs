@@ -9,7 +9,7 @@ pub mod metrics;
 pub mod query;
 pub mod read;
 mod scale;
-mod resources;
+pub(crate) mod resources;
 pub mod seed;
 mod select;
 pub mod validation;
@@ -25,7 +25,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::authn::UserInfo;
+use crate::authn::{Impersonator, MASTERS, UserInfo};
+use crate::authz::{Attributes, Decision, reviews};
 use crate::status::{ApiError, Reason};
 
 /// Largest request body accepted (Kubernetes' limit is 3 MiB).
@@ -44,12 +45,20 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
         .route("/apis/authentication.k8s.io/v1/selfsubjectreviews", axum::routing::post(self_subject_review))
+        .route("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", axum::routing::post(reviews::self_subject_access_review))
+        .route("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", axum::routing::post(reviews::self_subject_rules_review))
+        .route("/apis/authorization.k8s.io/v1/subjectaccessreviews", axum::routing::post(reviews::subject_access_review))
+        .route(
+            "/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews",
+            axum::routing::post(reviews::local_subject_access_review),
+        )
         .route("/metrics", get(health::metrics))
         .route("/debug/oxplane/{name}", get(extensions::debug_page))
         .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
         .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))
+        .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(state.clone(), count));
     Router::new()
@@ -99,6 +108,24 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
             user
         }
     };
+    // `Impersonate-*` headers: from here on the request is the impersonated user's.
+    let mut impersonator = None;
+    let user = match crate::authz::impersonation::impersonate(&state.authorizer, &user, request.headers()).await {
+        Ok(None) => user,
+        Ok(Some(acting)) => {
+            impersonator = Some(Impersonator(user));
+            if let Some(impersonator) = &impersonator {
+                request.extensions_mut().insert(impersonator.clone());
+            }
+            request.extensions_mut().insert(acting.clone());
+            acting
+        }
+        Err(error) => {
+            let mut response = error.into_response();
+            response.extensions_mut().insert(user);
+            return response;
+        }
+    };
     // As kube-apiserver: the client's `Audit-ID` is kept, else a new one; it is sent back.
     let audit_id = request
         .headers()
@@ -114,7 +141,29 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
         response.headers_mut().insert("audit-id", value);
     }
     response.extensions_mut().insert(user);
+    if let Some(impersonator) = impersonator {
+        response.extensions_mut().insert(impersonator);
+    }
     response
+}
+
+/// Lets a request through only when its user may do what it asks (RBAC); otherwise a 403
+/// worded as Kubernetes words it. `system:masters` skips the rules.
+async fn authorize(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let Some(user) = request.extensions().get::<UserInfo>() else {
+        return ApiError::new(Reason::Unauthorized, "Unauthorized").into_response();
+    };
+    if user.in_group(MASTERS) {
+        return next.run(request).await;
+    }
+    let attributes = Attributes::from_request(user.clone(), request.method(), request.uri().path(), request.uri().query());
+    match state.authorizer.authorize(&attributes).await {
+        Decision::Allow => next.run(request).await,
+        Decision::Deny(reason) => {
+            tracing::debug!(user = %attributes.user.username, verb = %attributes.verb, path = %request.uri().path(), "request refused: not authorized");
+            crate::authz::forbidden(&attributes, &reason).into_response()
+        }
+    }
 }
 
 /// `SelfSubjectReview` (`kubectl auth whoami`): who the request was made as.

@@ -87,7 +87,7 @@ impl Query {
 }
 
 /// Splits `a=1&b=x%20y` into decoded pairs, skipping empty ones.
-fn form_pairs(raw: &str) -> Vec<(String, String)> {
+pub(crate) fn form_pairs(raw: &str) -> Vec<(String, String)> {
     raw.split('&')
         .filter(|pair| !pair.is_empty())
         .map(|pair| {
@@ -98,7 +98,7 @@ fn form_pairs(raw: &str) -> Vec<(String, String)> {
 }
 
 /// Decodes `%XX` escapes and `+` (a space in form encoding); invalid escapes stay as they are.
-fn percent_decode(text: &str) -> String {
+pub(crate) fn percent_decode(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

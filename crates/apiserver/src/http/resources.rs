@@ -11,6 +11,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::Extension;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::{HeaderMap, Method, header};
 use axum::response::{IntoResponse, Response};
@@ -20,6 +21,7 @@ use super::query::Query;
 use super::select::Selection;
 use super::watch::{self, WatchRequest};
 use super::{AppState, read, scale, write};
+use crate::authn::UserInfo;
 use crate::ops::{self, DeleteOptions, ObjectTarget, PatchType, WriteOptions};
 use crate::registry::ResourceDef;
 use crate::table::IncludeObject;
@@ -37,22 +39,26 @@ pub(super) async fn core(
     State(state): State<Arc<AppState>>,
     method: Method,
     headers: HeaderMap,
+    user: Option<Extension<UserInfo>>,
     Path((version, rest)): Path<(String, String)>,
     RawQuery(raw_query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handle(&state, Request { method, headers, raw_query, body }, "", &version, &rest).await
+    let user = user.map(|Extension(user)| user);
+    handle(&state, Request { method, headers, raw_query, body, user }, "", &version, &rest).await
 }
 
 pub(super) async fn grouped(
     State(state): State<Arc<AppState>>,
     method: Method,
     headers: HeaderMap,
+    user: Option<Extension<UserInfo>>,
     Path((group, version, rest)): Path<(String, String, String)>,
     RawQuery(raw_query): RawQuery,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    handle(&state, Request { method, headers, raw_query, body }, &group, &version, &rest).await
+    let user = user.map(|Extension(user)| user);
+    handle(&state, Request { method, headers, raw_query, body, user }, &group, &version, &rest).await
 }
 
 async fn handle(state: &AppState, request: Request, group: &str, version: &str, rest: &str) -> Response {
@@ -136,6 +142,8 @@ struct Request {
     headers: HeaderMap,
     raw_query: Option<String>,
     body: Result<Bytes, BytesRejection>,
+    /// Who asks (set by the authentication middleware).
+    user: Option<UserInfo>,
 }
 
 /// The media type of the request body, without parameters.
@@ -195,7 +203,7 @@ fn table_response(table: serde_json::Value) -> Response {
 /// The object a POST or PUT carries: JSON (also when no type is declared, as the Python client
 /// sends it) or Kubernetes protobuf (kubectl 1.32+ for built-in kinds). For JSON, the raw
 /// bytes come back too, for duplicate-field detection.
-fn request_object<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(serde_json::Value, Option<&'a [u8]>), ApiError> {
+pub(crate) fn request_object<'a>(headers: &HeaderMap, body: &'a [u8]) -> Result<(serde_json::Value, Option<&'a [u8]>), ApiError> {
     match content_type(headers).as_deref() {
         None | Some("") | Some("application/json") | Some("*/*") => Ok((ops::parse_body(body)?, Some(body))),
         Some(crate::protobuf::MEDIA_TYPE) => Ok((decode_protobuf(body)?, None)),
@@ -247,6 +255,11 @@ fn delete_options(headers: &HeaderMap, body: &[u8], query: &Query) -> Result<Del
     DeleteOptions::parse(&body, query.propagation_policy.as_deref(), query.orphan_dependents, query.dry_run.as_deref())
 }
 
+/// [`delete_options`], made as `options.user`.
+fn delete_options_as(headers: &HeaderMap, body: &[u8], query: &Query, options: &WriteOptions) -> Result<DeleteOptions, ApiError> {
+    Ok(DeleteOptions { user: options.user.clone(), ..delete_options(headers, body, query)? })
+}
+
 async fn dispatch(
     state: &AppState,
     request: Request,
@@ -254,11 +267,11 @@ async fn dispatch(
     version: &str,
     rest: &str,
 ) -> Result<Response, ApiError> {
-    let Request { method, headers, raw_query, body } = request;
+    let Request { method, headers, raw_query, body, user } = request;
     let body = body_or_error(body)?;
     let target = parse(state, group, version, rest)?;
     let deprecation = target.resource.deprecation_warning.clone();
-    let response = dispatch_to(state, method, headers, raw_query, body, target).await?;
+    let response = dispatch_to(state, method, headers, raw_query, body, target, user).await?;
     // Every response of a deprecated version says so, as kube-apiserver's do (kubectl prints it).
     Ok(match deprecation {
         Some(warning) => super::validation::with_warnings(response, &[warning]),
@@ -273,9 +286,11 @@ async fn dispatch_to(
     raw_query: Option<String>,
     body: Bytes,
     target: Target,
+    user: Option<UserInfo>,
 ) -> Result<Response, ApiError> {
     let query = Query::parse(raw_query.as_deref())?;
     let mut options = WriteOptions::from_query(&query)?;
+    options.user = user;
     // Without `fieldManager`, a write is recorded under the client's name, as Kubernetes takes
     // it from the User-Agent; server-side apply alone must name its manager.
     let applying = method == Method::PATCH && content_type(&headers).as_deref() == Some("application/apply-patch+yaml");
@@ -365,7 +380,7 @@ async fn dispatch_to(
             ops::patch(state, &target, patch_type, &body, &options).await.map(write::updated)
         }
         (Method::DELETE, Some(name)) => {
-            let options = delete_options(&headers, &body, &query)?;
+            let options = delete_options_as(&headers, &body, &query, &options)?;
             let target = ObjectTarget { resource: r, namespace: ns, name, subresource: None };
             ops::delete(state, &target, &options).await.map(|outcome| write::deleted(r, name, outcome))
         }
@@ -375,7 +390,7 @@ async fn dispatch_to(
                 None => r.prefix(),
             };
             let selection = Selection::parse(r, query.label_selector.as_deref(), query.field_selector.as_deref())?;
-            let options = delete_options(&headers, &body, &query)?;
+            let options = delete_options_as(&headers, &body, &query, &options)?;
             let items = ops::delete_collection(state, r, &prefix, |view| selection.matches(view), &options).await?;
             Ok(write::deleted_list(r, items))
         }

@@ -50,6 +50,8 @@ pub struct AdmissionRequest<'a> {
     /// For a delete: the propagation policy asked for (`Background`, `Foreground`, `Orphan`),
     /// if any.
     pub propagation: Option<&'static str>,
+    /// Who asks; `None` for the server's own writes.
+    pub user: Option<&'a crate::authn::UserInfo>,
 }
 
 /// What a hook returns.
@@ -81,7 +83,8 @@ pub struct AdmissionChain {
 impl AdmissionChain {
     /// A chain holding the server's own hooks and the admission webhooks.
     pub fn with_builtins() -> Self {
-        let hooks: Vec<Arc<dyn AdmissionHook>> = vec![Arc::new(NamespaceLifecycle), Arc::new(CustomResourceLifecycle)];
+        let hooks: Vec<Arc<dyn AdmissionHook>> =
+            vec![Arc::new(NamespaceLifecycle), Arc::new(CustomResourceLifecycle), Arc::new(crate::authz::escalation::EscalationCheck)];
         AdmissionChain { hooks: RwLock::new(hooks), webhooks: crate::webhooks::admission::hook() }
     }
 

@@ -74,7 +74,9 @@ pub(super) async fn create_with(
         };
         return Err(ApiError::invalid(&resource.kind, &resource.group, &name, vec![cause]));
     }
-    if let Some(cause) = objects::validate_name(&name) {
+    // RBAC objects are named by path segments (`system:basic-user`), others by DNS subdomains.
+    let name_error = if resource.group == crate::authz::RBAC_GROUP { objects::validate_path_segment_name(&name) } else { objects::validate_name(&name) };
+    if let Some(cause) = name_error {
         return Err(ApiError::invalid(&resource.kind, &resource.group, &name, vec![cause]));
     }
     match namespace {
@@ -102,6 +104,7 @@ pub(super) async fn create_with(
         old: None,
         dry_run: options.dry_run,
         propagation: None,
+        user: options.user.as_ref(),
     };
     state.admission.mutate(state, &request, &mut object).await?;
     let warnings = admit(resource, None, &mut object, &name, options.field_validation, raw, None)?;

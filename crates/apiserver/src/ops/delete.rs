@@ -59,6 +59,8 @@ pub struct DeleteOptions {
     pub resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// Who asks; `None` for the server's own deletes.
+    pub user: Option<crate::authn::UserInfo>,
 }
 
 impl DeleteOptions {
@@ -169,6 +171,7 @@ pub async fn delete(state: &AppState, target: &ObjectTarget<'_>, options: &Delet
             old: Some(&old),
             dry_run: options.dry_run,
             propagation: options.propagation.map(Propagation::as_str),
+            user: options.user.as_ref(),
         };
         state.admission.validate(state, &request, &old).await?;
         let mut object = old.clone();

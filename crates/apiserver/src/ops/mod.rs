@@ -45,6 +45,9 @@ pub struct WriteOptions {
     pub field_manager: Option<String>,
     /// `force`: take ownership of conflicting fields (server-side apply).
     pub force: bool,
+    /// Who asks (for admission hooks such as RBAC's escalation check); `None` for the server's
+    /// own writes.
+    pub user: Option<crate::authn::UserInfo>,
 }
 
 impl WriteOptions {
@@ -55,6 +58,7 @@ impl WriteOptions {
             field_validation: FieldValidation::from_query(query.field_validation.as_deref())?,
             field_manager: query.field_manager.clone().filter(|m| !m.is_empty()),
             force: query.force,
+            user: None,
         })
     }
 

@@ -73,6 +73,7 @@ pub(super) async fn commit(
         old: Some(old),
         dry_run: options.dry_run,
         propagation: None,
+        user: options.user.as_ref(),
     };
     state.admission.mutate(state, &request, &mut object).await?;
     // A custom resource written through another served version of its storage (conversion

@@ -121,6 +121,7 @@ impl Server {
         }
         let state = Arc::new(state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
+        crate::authz::bootstrap::ensure(&state).await.map_err(|e| ServeError::Startup(format!("creating the bootstrap RBAC roles: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
         Ok(Server { dir, store, state, listener, local, certs, token })
     }

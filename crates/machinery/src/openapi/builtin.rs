@@ -131,8 +131,36 @@ pub fn schema(group: &str, kind: &str) -> Value {
             "properties": {
                 "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "The desired definition of the custom resource."},
                 "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "description": "The observed state of the definition."}}}),
+        ("rbac.authorization.k8s.io", "Role") => json!({"description": "Role is a namespaced set of policy rules, granted by RoleBindings.", "properties": {
+            "rules": policy_rules()}}),
+        ("rbac.authorization.k8s.io", "ClusterRole") => json!({"description": "ClusterRole is a cluster-wide set of policy rules, granted by RoleBindings and ClusterRoleBindings.", "properties": {
+            "rules": policy_rules(),
+            "aggregationRule": {"type": "object", "description": "Selects ClusterRoles whose rules are gathered into this one's by the controller.", "properties": {
+                "clusterRoleSelectors": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+                    "matchLabels": string_map("Labels the selected ClusterRoles carry."),
+                    "matchExpressions": {"type": "array", "items": {"type": "object", "properties": {"key": {"type": "string"}, "operator": {"type": "string"}, "values": strings("")}}}}}}}}}}),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => json!({"description": "A binding grants the rules of a role to subjects.", "required": ["roleRef"], "properties": {
+            "subjects": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "x-kubernetes-map-type": "atomic", "required": ["kind", "name"], "properties": {
+                "kind": string("User, Group or ServiceAccount."), "apiGroup": string("rbac.authorization.k8s.io for users and groups."),
+                "name": string("The subject's name."), "namespace": string("A ServiceAccount's namespace.")}}},
+            "roleRef": {"type": "object", "x-kubernetes-map-type": "atomic", "required": ["apiGroup", "kind", "name"], "properties": {
+                "apiGroup": string("rbac.authorization.k8s.io."), "kind": string("Role or ClusterRole."), "name": string("The role's name.")}}}}),
         _ => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
     }
+}
+
+fn strings(description: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic", "description": description})
+}
+
+/// A Role's or ClusterRole's `rules`.
+fn policy_rules() -> Value {
+    json!({"type": "array", "x-kubernetes-list-type": "atomic", "description": "What the role allows.", "items": {"type": "object", "required": ["verbs"], "properties": {
+        "verbs": strings("Verbs allowed, or *."),
+        "apiGroups": strings("API groups of the resources (\"\" is the core group), or *."),
+        "resources": strings("Resources (plural, resource/subresource, */subresource), or *."),
+        "resourceNames": strings("Names the rule is limited to; empty means all."),
+        "nonResourceURLs": strings("Paths (a trailing * matches a prefix); ClusterRoles only.")}}})
 }
 
 /// The whole schema of a built-in kind, with `apiVersion`, `kind` and ObjectMeta inlined (no

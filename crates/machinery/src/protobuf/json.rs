@@ -186,6 +186,11 @@ pub(super) struct In<'a> {
 }
 
 impl<'a> In<'a> {
+    /// The object's keys (for maps with arbitrary keys).
+    pub(super) fn keys(&self) -> Vec<String> {
+        self.map.keys().cloned().collect()
+    }
+
     /// Reads the object `map` located at `path` (used in error messages).
     pub(super) fn new(map: &'a JsonMap, path: String) -> Self {
         Self { map, path }

@@ -12,7 +12,7 @@ use super::json::{In, JsonMap, Out};
 use super::meta::{object_meta_from_json, object_meta_to_json};
 
 /// Emits `metadata` when the message carried it.
-fn metadata(
+pub(super) fn metadata(
     o: &mut Out,
     m: Option<k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta>,
 ) -> Result<(), String> {
@@ -22,7 +22,7 @@ fn metadata(
 }
 
 /// Reads `metadata` when present.
-fn metadata_from(
+pub(super) fn metadata_from(
     r: &In<'_>,
 ) -> Result<Option<k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta>, String> {
     r.object("metadata")?

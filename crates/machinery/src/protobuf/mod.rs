@@ -32,6 +32,7 @@
 //! The message types come from the `k8s-pb` crate (prost types generated from the upstream
 //! `generated.proto` files), so field numbers and proto2 presence match upstream exactly.
 
+mod access;
 mod json;
 mod kinds;
 mod meta;
@@ -112,6 +113,16 @@ enum Kind {
     Lease,
     EventsEvent,
     DeleteOptions,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    ClusterRoleBinding,
+    SelfSubjectAccessReview,
+    SubjectAccessReview,
+    LocalSubjectAccessReview,
+    SelfSubjectRulesReview,
+    TokenRequest,
+    TokenReview,
 }
 
 impl Kind {
@@ -129,6 +140,16 @@ impl Kind {
             ("coordination.k8s.io/v1", "Lease") => Self::Lease,
             ("events.k8s.io/v1", "Event") => Self::EventsEvent,
             (_, "DeleteOptions") => Self::DeleteOptions,
+            ("rbac.authorization.k8s.io/v1", "Role") => Self::Role,
+            ("rbac.authorization.k8s.io/v1", "ClusterRole") => Self::ClusterRole,
+            ("rbac.authorization.k8s.io/v1", "RoleBinding") => Self::RoleBinding,
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => Self::ClusterRoleBinding,
+            ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Self::SelfSubjectAccessReview,
+            ("authorization.k8s.io/v1", "SubjectAccessReview") => Self::SubjectAccessReview,
+            ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => Self::LocalSubjectAccessReview,
+            ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => Self::SelfSubjectRulesReview,
+            ("authentication.k8s.io/v1", "TokenRequest") => Self::TokenRequest,
+            ("authentication.k8s.io/v1", "TokenReview") => Self::TokenReview,
             _ => return None,
         })
     }
@@ -144,6 +165,16 @@ impl Kind {
             Self::Lease => decode_with(raw, kinds::lease_to_json),
             Self::EventsEvent => decode_with(raw, kinds::events_event_to_json),
             Self::DeleteOptions => decode_with(raw, meta::delete_options_to_json),
+            Self::Role => decode_with(raw, access::role_to_json),
+            Self::ClusterRole => decode_with(raw, access::cluster_role_to_json),
+            Self::RoleBinding => decode_with(raw, access::role_binding_to_json),
+            Self::ClusterRoleBinding => decode_with(raw, access::cluster_role_binding_to_json),
+            Self::SelfSubjectAccessReview => decode_with(raw, access::self_subject_access_review_to_json),
+            Self::SubjectAccessReview => decode_with(raw, access::subject_access_review_to_json),
+            Self::LocalSubjectAccessReview => decode_with(raw, access::local_subject_access_review_to_json),
+            Self::SelfSubjectRulesReview => decode_with(raw, access::self_subject_rules_review_to_json),
+            Self::TokenRequest => decode_with(raw, access::token_request_to_json),
+            Self::TokenReview => decode_with(raw, access::token_review_to_json),
         }
     }
 
@@ -158,6 +189,16 @@ impl Kind {
             Self::Lease => encode_with(r, kinds::lease_from_json),
             Self::EventsEvent => encode_with(r, kinds::events_event_from_json),
             Self::DeleteOptions => encode_with(r, meta::delete_options_from_json),
+            Self::Role => encode_with(r, access::role_from_json),
+            Self::ClusterRole => encode_with(r, access::cluster_role_from_json),
+            Self::RoleBinding => encode_with(r, access::role_binding_from_json),
+            Self::ClusterRoleBinding => encode_with(r, access::cluster_role_binding_from_json),
+            Self::SelfSubjectAccessReview => encode_with(r, access::self_subject_access_review_from_json),
+            Self::SubjectAccessReview => encode_with(r, access::subject_access_review_from_json),
+            Self::LocalSubjectAccessReview => encode_with(r, access::local_subject_access_review_from_json),
+            Self::SelfSubjectRulesReview => encode_with(r, access::self_subject_rules_review_from_json),
+            Self::TokenRequest => encode_with(r, access::token_request_from_json),
+            Self::TokenReview => encode_with(r, access::token_review_from_json),
         }
     }
 }

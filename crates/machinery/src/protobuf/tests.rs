@@ -770,3 +770,34 @@ fn huge_declared_lengths_are_rejected() {
         Err(ProtobufError::Decode { .. })
     ));
 }
+
+#[test]
+fn access_control_kinds_round_trip() {
+    let objects = [
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "r", "namespace": "a"},
+            "rules": [{"verbs": ["get", "list"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["settings"]}]}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:x"},
+            "rules": [{"verbs": ["get"], "nonResourceURLs": ["/healthz"]}],
+            "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"a": "true"}, "matchExpressions": [{"key": "b", "operator": "In", "values": ["c"]}]}]}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb", "namespace": "a"},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}, {"kind": "ServiceAccount", "name": "robot", "namespace": "a"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"}}),
+        json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "crb"},
+            "subjects": [{"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "app-team"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"}}),
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "metadata": {},
+            "spec": {"resourceAttributes": {"namespace": "a", "verb": "create", "resource": "configmaps"}}}),
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
+            "spec": {"nonResourceAttributes": {"path": "/metrics", "verb": "get"}, "user": "alice", "groups": ["g"], "extra": {"k": ["v"]}}}),
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "LocalSubjectAccessReview", "metadata": {"namespace": "a"},
+            "spec": {"resourceAttributes": {"verb": "get", "resource": "secrets", "name": "s"}, "user": "bob"}}),
+        json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "metadata": {}, "spec": {"namespace": "a"}}),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "metadata": {"name": "robot", "namespace": "a"},
+            "spec": {"audiences": ["https://example.org"], "expirationSeconds": 600}}),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {}, "spec": {"token": "t", "audiences": ["x"]}}),
+    ];
+    for object in objects {
+        let body = encode_object(&object).unwrap();
+        assert_eq!(decode_object(&body).unwrap(), object);
+    }
+}
