@@ -194,5 +194,5 @@ pub async fn ensure(state: &AppState) -> Result<(), ApiError> {
         })
         .await?;
     }
-    Ok(())
+    crate::controllers::aggregation::aggregate_all(state).await
 }

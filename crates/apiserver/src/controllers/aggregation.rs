@@ -48,6 +48,50 @@ pub fn aggregate(role: &Value, roles: &BTreeMap<String, Arc<Value>>) -> Option<V
     Some(rules)
 }
 
+/// Writes `rules` as the rules of aggregated ClusterRole `name` unless they are already.
+async fn write_rules(state: &AppState, name: &str, rules: &[PolicyRule]) -> Result<bool, ApiError> {
+    let wanted = serde_json::to_value(rules).map_err(|e| ApiError::internal(e.to_string()))?;
+    let Some(resource) = state.registry.get(crate::authz::RBAC_GROUP, "v1", "clusterroles") else { return Ok(false) };
+    let target = ObjectTarget { resource: &resource, namespace: None, name, subresource: None };
+    let written = ops::modify(state, &target, &WriteOptions::internal("clusterrole-aggregation-controller"), |current| {
+        let empty = wanted.as_array().is_some_and(Vec::is_empty) && current.get("rules").is_none_or(Value::is_null);
+        if empty || current.get("rules") == Some(&wanted) {
+            return false;
+        }
+        current["rules"] = wanted.clone();
+        true
+    })
+    .await?;
+    Ok(written.is_some())
+}
+
+/// Aggregates every aggregated ClusterRole now, until nothing changes (an aggregated role may
+/// feed another, as `view` feeds `edit` feeds `admin`): the server does this once at start, so
+/// the bootstrap roles are whole before the first request and the controller has nothing to
+/// write then.
+pub async fn aggregate_all(state: &AppState) -> Result<(), ApiError> {
+    for _ in 0..8 {
+        state.cache.sync().await.map_err(crate::state::cache_error)?;
+        let roles: BTreeMap<String, Arc<Value>> = state
+            .cache
+            .list(PREFIX)
+            .0
+            .into_iter()
+            .filter_map(|role| Some((objects::meta_str(&role, "name")?.to_string(), role)))
+            .collect();
+        let mut changed = false;
+        for (name, role) in &roles {
+            if let Some(rules) = aggregate(role, &roles) {
+                changed |= write_rules(state, name, &rules).await?;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    Ok(())
+}
+
 impl Reconciler for Aggregation {
     type Item = String;
 
@@ -84,20 +128,10 @@ impl Reconciler for Aggregation {
     async fn reconcile(&mut self, state: &AppState, name: String, _queue: &mut Queue<String>) -> Result<(), ApiError> {
         let Some(role) = self.roles.get(&name) else { return Ok(()) };
         let Some(rules) = aggregate(role, &self.roles) else { return Ok(()) };
-        let wanted = serde_json::to_value(&rules).map_err(|e| ApiError::internal(e.to_string()))?;
-        if role.get("rules").unwrap_or(&Value::Null) == &wanted || (wanted.as_array().is_some_and(Vec::is_empty) && role.get("rules").is_none()) {
+        if role.get("rules").and_then(|r| serde_json::from_value::<Vec<PolicyRule>>(r.clone()).ok()).unwrap_or_default() == rules {
             return Ok(());
         }
-        let Some(resource) = state.registry.get(crate::authz::RBAC_GROUP, "v1", "clusterroles") else { return Ok(()) };
-        let target = ObjectTarget { resource: &resource, namespace: None, name: &name, subresource: None };
-        ops::modify(state, &target, &WriteOptions::internal("clusterrole-aggregation-controller"), |current| {
-            if current.get("rules") == Some(&wanted) {
-                return false;
-            }
-            current["rules"] = wanted.clone();
-            true
-        })
-        .await?;
+        write_rules(state, &name, &rules).await?;
         Ok(())
     }
 }

@@ -10,7 +10,7 @@
 //! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
 //! `crd_cleanup.rs`, `aggregation.rs`, `events.rs` (Events the controllers record).
 
-mod aggregation;
+pub(crate) mod aggregation;
 mod crd_cleanup;
 mod events;
 mod gc;
