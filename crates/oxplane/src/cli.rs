@@ -78,11 +78,21 @@ pub enum Command {
     /// Trace a claim, composite, managed resource or package: its tree of objects and why
     /// they are or are not ready.
     Trace(crate::commands::trace::TraceArgs),
-    /// Commands on resources (`resource trace`).
+    /// Validate resources offline against the schemas of CRDs, XRDs and providers.
+    Validate(crate::commands::validate::ValidateArgs),
+    /// Commands on resources (`resource trace`, `resource validate`).
     Resource {
         /// Which.
         #[command(subcommand)]
         which: ResourceCommand,
+    },
+    /// Render a composite resource through a Composition's function pipeline, offline.
+    Render(crate::commands::render::RenderArgs),
+    /// Commands on compositions (`composition render`).
+    Composition {
+        /// Which.
+        #[command(subcommand)]
+        which: CompositionCommand,
     },
     /// Serve a built-in function over gRPC, or write a function's certificates.
     Function {
@@ -103,6 +113,17 @@ pub enum Command {
 pub enum ResourceCommand {
     /// Trace a claim, composite, managed resource or package (same as `oxplane trace`).
     Trace(crate::commands::trace::TraceArgs),
+    /// Validate resources offline against the schemas of CRDs, XRDs and providers (same as
+    /// `oxplane validate`).
+    Validate(crate::commands::validate::ValidateArgs),
+}
+
+/// `oxplane composition ...`: the names Crossplane's CLI uses from v2.4.
+#[derive(Debug, Subcommand)]
+pub enum CompositionCommand {
+    /// Render a composite resource through a Composition's function pipeline, offline (same as
+    /// `oxplane render`).
+    Render(crate::commands::render::RenderArgs),
 }
 
 /// Runs the parsed command line.
@@ -153,7 +174,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench { which } => bench::run(which),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
+        Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
+        Command::Validate(args) | Command::Resource { which: ResourceCommand::Validate(args) } => crate::commands::validate::run(args),
     }
 }
 

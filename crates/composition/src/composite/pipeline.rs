@@ -2,6 +2,10 @@
 //! composed resources it references), each step called in order with what the previous step
 //! desired, requirements fetched and the step called again until they settle, results,
 //! conditions and the shortest TTL collected.
+//!
+//! Where functions, credentials and required resources come from is a [`PipelineEnv`]: the
+//! cluster ([`Live`], for the XR controller) or files (`oxplane render`), so both run the same
+//! loop with the same request rules.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +14,7 @@ use std::time::Duration;
 use oxplane_functions::Function;
 use oxplane_functions::protocol::{
     Capability, Condition, Credentials, FnResult, Match, Requirements, Resource, ResourceSelector, Resources, RunFunctionRequest,
-    RunFunctionResponse, Severity, State,
+    RunFunctionResponse, Schema, SchemaSelector, Severity, State,
 };
 use oxplane_runtime::Runtime;
 use oxplane_runtime::kinds::Gvk;
@@ -110,6 +114,67 @@ pub struct Outcome {
     pub fatal: Option<String>,
     /// What the steps required (for realtime watches).
     pub required: Vec<ResourceSelector>,
+    /// The context the last step returned.
+    pub context: Option<Value>,
+}
+
+/// Where a pipeline's functions, credentials and required resources come from.
+#[async_trait::async_trait]
+pub trait PipelineEnv: Send + Sync {
+    /// The function `name` that step `step` calls, or the whole message saying why it cannot
+    /// be called.
+    async fn function(&self, step: &str, name: &str) -> Result<Arc<dyn Function>, String>;
+    /// The data of the Secret `namespace/secret` for the credential `credential` of `step`, or
+    /// the whole message saying why there is none.
+    async fn credential(&self, step: &str, credential: &str, namespace: &str, secret: &str) -> Result<BTreeMap<String, Vec<u8>>, String>;
+    /// The resources a selector matches, sorted; none when nothing matches.
+    async fn resources(&self, selector: &ResourceSelector) -> Result<Resources, String>;
+    /// The schema a selector asks for (an empty schema when the kind is unknown).
+    async fn schema(&self, _selector: &SchemaSelector) -> Result<Schema, String> {
+        Ok(Schema::default())
+    }
+    /// The message of a step whose function could not answer.
+    fn step_failed(&self, step: &str, error: &str) -> String {
+        format!("cannot run Composition pipeline step {step:?}: {error}")
+    }
+}
+
+/// The cluster as a pipeline sees it from the XR controller: installed Functions, Secrets and
+/// objects read through the runtime's client.
+pub struct Live<'a> {
+    /// The runtime.
+    pub runtime: &'a Runtime,
+    /// The installed functions.
+    pub functions: &'a FunctionRegistry,
+}
+
+#[async_trait::async_trait]
+impl PipelineEnv for Live<'_> {
+    async fn function(&self, step: &str, name: &str) -> Result<Arc<dyn Function>, String> {
+        match self.functions.get(name) {
+            Some(function) => Ok(function),
+            // Crossplane's words for a Function with no active revision (here: no Function
+            // object installed it), so what users search for matches.
+            None => {
+                let cause = why_not_callable(self.runtime, name).await;
+                Err(format!(
+                    "cannot run Composition pipeline step {step:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): {cause}"
+                ))
+            }
+        }
+    }
+
+    async fn credential(&self, step: &str, credential: &str, namespace: &str, secret: &str) -> Result<BTreeMap<String, Vec<u8>>, String> {
+        let cannot = |e: &dyn std::fmt::Display| format!("cannot get Composition pipeline step {step:?} credential {credential:?} from Secret: {e}");
+        connection::read_secret(&self.runtime.kube, namespace, secret)
+            .await
+            .map_err(|e| cannot(&e))?
+            .ok_or_else(|| cannot(&format!("secrets {secret:?} not found")))
+    }
+
+    async fn resources(&self, selector: &ResourceSelector) -> Result<Resources, String> {
+        fetch(self.runtime, selector).await
+    }
 }
 
 impl Outcome {
@@ -135,40 +200,25 @@ async fn why_not_callable(runtime: &Runtime, name: &str) -> String {
     }
 }
 
-/// Runs the steps over the observed state.
-pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step], observed: State) -> Result<Outcome, String> {
+/// Runs the steps over the observed state, starting from `context`.
+pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context: Value) -> Result<Outcome, String> {
     let mut outcome = Outcome::default();
     let mut desired = State::default();
-    let mut context: Option<Value> = Some(Value::Object(Default::default()));
+    let mut context: Option<Value> = Some(context);
     for step in steps {
         let function = match &step.function {
             StepFunction::Direct(function) => function.clone(),
-            // Crossplane's words for a Function with no active revision (here: no Function
-            // object installed it), so what users search for matches.
-            StepFunction::Named(name) => match functions.get(name) {
-                Some(function) => function,
-                None => {
-                    let cause = why_not_callable(runtime, name).await;
-                    return Err(format!(
-                        "cannot run Composition pipeline step {:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): {cause}",
-                        step.name
-                    ));
-                }
-            },
+            StepFunction::Named(name) => env.function(&step.name, name).await?,
         };
         let mut credentials = BTreeMap::new();
         for (name, secret) in &step.credentials {
             let Some((namespace, secret_name)) = secret else { continue };
-            let cannot = |e: &dyn std::fmt::Display| format!("cannot get Composition pipeline step {:?} credential {name:?} from Secret: {e}", step.name);
-            let data = connection::read_secret(&runtime.kube, namespace, secret_name)
-                .await
-                .map_err(|e| cannot(&e))?
-                .ok_or_else(|| cannot(&format!("secrets {secret_name:?} not found")))?;
+            let data = env.credential(&step.name, name, namespace, secret_name).await?;
             credentials.insert(name.clone(), Credentials::CredentialData(data));
         }
         let mut required_resources = BTreeMap::new();
         for (key, selector) in &step.required {
-            required_resources.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
+            required_resources.insert(key.clone(), require(env, selector, &mut outcome.required).await?);
         }
         let mut request = RunFunctionRequest {
             observed: observed.clone(),
@@ -184,7 +234,7 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         let mut calls = 0;
         let response: RunFunctionResponse = loop {
             request.meta.tag = oxplane_functions::grpc::tag(&request);
-            let response = function.run(request.clone()).await.map_err(|e| format!("cannot run Composition pipeline step {:?}: {e}", step.name))?;
+            let response = function.run(request.clone()).await.map_err(|e| env.step_failed(&step.name, &e.to_string()))?;
             calls += 1;
             if response.results.iter().any(|r| r.severity == Severity::Fatal) || response.requirements.is_empty() {
                 break response;
@@ -200,20 +250,30 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
             }
             let mut fetched = BTreeMap::new();
             for (key, selector) in &response.requirements.resources {
-                fetched.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
+                fetched.insert(key.clone(), require(env, selector, &mut outcome.required).await?);
             }
             let mut extra = BTreeMap::new();
             for (key, selector) in &response.requirements.extra_resources {
-                extra.insert(key.clone(), fetch(runtime, selector, &mut outcome.required).await?);
+                extra.insert(key.clone(), require(env, selector, &mut outcome.required).await?);
+            }
+            let mut schemas = BTreeMap::new();
+            for (key, selector) in &response.requirements.schemas {
+                schemas.insert(key.clone(), env.schema(selector).await?);
             }
             // First-call shortcut: nothing new to send.
-            if fetched.iter().all(|(k, v)| request.required_resources.get(k) == Some(v)) && extra == request.extra_resources && calls == 1 && !fetched.is_empty() {
+            if fetched.iter().all(|(k, v)| request.required_resources.get(k) == Some(v))
+                && extra == request.extra_resources
+                && schemas.iter().all(|(k, v)| request.required_schemas.get(k) == Some(v))
+                && calls == 1
+                && !fetched.is_empty()
+            {
                 break response;
             }
             for (key, resources) in fetched {
                 request.required_resources.insert(key, resources);
             }
             request.extra_resources = extra;
+            request.required_schemas.extend(schemas);
             request.context = response.context.clone().or(request.context.take());
             last_requirements = Some(response.requirements.clone());
         };
@@ -226,22 +286,29 @@ pub async fn run(runtime: &Runtime, functions: &FunctionRegistry, steps: &[Step]
         if let Some(message) = fatal {
             outcome.fatal = Some(format!("pipeline step {:?} returned a fatal result: {message}", step.name));
             outcome.desired = desired;
+            outcome.context = context;
             return Ok(outcome);
         }
         desired = response.desired;
         context = response.context.or(context);
     }
     outcome.desired = desired;
+    outcome.context = context;
     Ok(outcome)
 }
 
-/// Fetches the resources a selector names (sorted by namespace and name); an empty list when
-/// nothing matches or the kind is not served. The selector is recorded in `required`.
-async fn fetch(runtime: &Runtime, selector: &ResourceSelector, required: &mut Vec<ResourceSelector>) -> Result<Resources, String> {
-    let gvk = Gvk::from_api_version(&selector.api_version, &selector.kind);
+/// Fetches what a selector names through `env`, recording the selector in `required`.
+async fn require(env: &dyn PipelineEnv, selector: &ResourceSelector, required: &mut Vec<ResourceSelector>) -> Result<Resources, String> {
     if !required.contains(selector) {
         required.push(selector.clone());
     }
+    env.resources(selector).await
+}
+
+/// Fetches the resources a selector names (sorted by namespace and name); an empty list when
+/// nothing matches or the kind is not served.
+async fn fetch(runtime: &Runtime, selector: &ResourceSelector) -> Result<Resources, String> {
+    let gvk = Gvk::from_api_version(&selector.api_version, &selector.kind);
     let kind = match runtime.watches.kinds().resolve(&gvk).await {
         Ok(kind) => kind,
         Err(oxplane_runtime::kinds::KindError::NotServed { .. }) => return Ok(Resources::default()),

@@ -31,16 +31,15 @@ pub const FINALIZER: &str = "composite.apiextensions.crossplane.io";
 /// The condition types functions may not set.
 pub const SYSTEM_CONDITIONS: [&str; 5] = ["Ready", "Synced", "Healthy", "UpToDate", "Responsive"];
 
-/// `a`, `a and b`, `a, b, and c`, `a, b, c, and N more` (sorted).
+/// `a`, `a, b`, `a, b, and c`, `a, b, c, and N more` (sorted), as crossplane-runtime's
+/// `StableNAndSomeMore` with its default of three names.
 pub fn name_list(names: &[String]) -> String {
     let mut sorted = names.to_vec();
     sorted.sort();
     match sorted.len() {
-        0 => String::new(),
-        1 => sorted[0].clone(),
-        2 => format!("{} and {}", sorted[0], sorted[1]),
         3 => format!("{}, {}, and {}", sorted[0], sorted[1], sorted[2]),
-        n => format!("{}, {}, {}, and {} more", sorted[0], sorted[1], sorted[2], n - 3),
+        n if n > 3 => format!("{}, {}, {}, and {} more", sorted[0], sorted[1], sorted[2], n - 3),
+        _ => sorted.join(", "),
     }
 }
 
@@ -340,7 +339,8 @@ impl XrReconciler {
 
         let steps = steps_of(&revision).map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
         let (observed, observed_objects) = self.observe(xr).await.map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
-        let outcome = pipeline::run(runtime, &self.functions, &steps, observed)
+        let env = pipeline::Live { runtime, functions: &self.functions };
+        let outcome = pipeline::run(&env, &steps, observed, json!({}))
             .await
             .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
 
@@ -717,7 +717,7 @@ mod tests {
     fn names_are_listed_as_crossplane_lists_them() {
         let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(name_list(&names(&["b"])), "b");
-        assert_eq!(name_list(&names(&["b", "a"])), "a and b");
+        assert_eq!(name_list(&names(&["b", "a"])), "a, b");
         assert_eq!(name_list(&names(&["c", "a", "b"])), "a, b, and c");
         assert_eq!(name_list(&names(&["e", "d", "c", "a", "b"])), "a, b, c, and 2 more");
     }

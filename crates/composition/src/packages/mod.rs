@@ -16,7 +16,7 @@ mod functions;
 mod providers;
 mod reconciler;
 
-pub use functions::{FunctionInstaller, FunctionRegistry};
+pub use functions::{FunctionInstaller, FunctionRegistry, Placement, placement};
 pub use providers::ProviderInstaller;
 pub use reconciler::{Installer, PackageReconciler, start_controller};
 

@@ -146,6 +146,17 @@ impl Schema {
         self.validate_update(object, None)
     }
 
+    /// Validates an object against the schema's keywords only, without its CEL rules (offline
+    /// validation reports the two apart).
+    pub fn validate_keywords(&self, object: &Value) -> Vec<FieldError> {
+        validate::validate_root(&self.root, object)
+    }
+
+    /// Runs only the schema's CEL rules (none: no errors); `old` as in [`Schema::validate_update`].
+    pub fn validate_rules(&self, object: &Value, old: Option<&Value>) -> Vec<cel_rules::CelError> {
+        self.cel.as_ref().map(|cel| cel.validate(object, old)).unwrap_or_default()
+    }
+
     /// Validates an object and, when the schema's own keywords accept it, runs its CEL rules;
     /// `old` is the stored object for an update (transition rules need it).
     pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -4,4 +4,8 @@
 
 pub mod function;
 pub mod kube;
+pub mod load;
+pub mod render;
 pub mod trace;
+pub mod validate;
+pub mod yaml;

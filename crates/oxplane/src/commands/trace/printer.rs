@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde_json::Value;
 
 use super::tree::{Node, is_package, is_package_revision};
+use crate::commands::yaml::yaml;
 
 /// The output forms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -379,97 +380,6 @@ fn yaml_node(node: &Node) -> Value {
         map.insert("children".into(), Value::Array(node.children.iter().map(yaml_node).collect()));
     }
     Value::Object(map)
-}
-
-/// Block YAML in the style of Go's YAML library as Kubernetes tools use it: keys sorted,
-/// sequences not indented under their key, strings quoted only when they would read as
-/// something else. No trailing newline.
-pub fn yaml(value: &Value, indent: usize) -> String {
-    let mut out = String::new();
-    yaml_into(&mut out, value, indent);
-    out.trim_end_matches('\n').to_string()
-}
-
-fn yaml_into(out: &mut String, value: &Value, indent: usize) {
-    let pad = " ".repeat(indent);
-    match value {
-        Value::Object(map) if !map.is_empty() => {
-            for (key, v) in map {
-                let _ = write!(out, "{pad}{}:", yaml_scalar(key));
-                match v {
-                    Value::Object(m) if !m.is_empty() => {
-                        out.push('\n');
-                        yaml_into(out, v, indent + 2);
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        out.push('\n');
-                        yaml_into(out, v, indent);
-                    }
-                    _ => {
-                        let _ = writeln!(out, " {}", yaml_inline(v));
-                    }
-                }
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for item in items {
-                match item {
-                    Value::Object(m) if !m.is_empty() => {
-                        let mut nested = String::new();
-                        yaml_into(&mut nested, item, indent + 2);
-                        // The first line's indentation becomes "- ".
-                        let _ = write!(out, "{pad}- {}", &nested[indent + 2..]);
-                    }
-                    Value::Array(a) if !a.is_empty() => {
-                        let mut nested = String::new();
-                        yaml_into(&mut nested, item, indent + 2);
-                        let _ = write!(out, "{pad}- {}", &nested[indent + 2..]);
-                    }
-                    _ => {
-                        let _ = writeln!(out, "{pad}- {}", yaml_inline(item));
-                    }
-                }
-            }
-        }
-        other => {
-            let _ = writeln!(out, "{pad}{}", yaml_inline(other));
-        }
-    }
-}
-
-fn yaml_inline(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => yaml_scalar(s),
-        Value::Array(_) => "[]".into(),
-        Value::Object(_) => "{}".into(),
-    }
-}
-
-/// A string as a YAML scalar: plain when it reads back as the same string, single-quoted when
-/// only its punctuation forbids plain, double-quoted when it holds control characters.
-fn yaml_scalar(s: &str) -> String {
-    let reads_as_other = matches!(
-        s.to_ascii_lowercase().as_str(),
-        "" | "~" | "null" | "true" | "false" | "yes" | "no" | "on" | "off" | "y" | "n" | ".nan" | ".inf" | "-.inf" | "+.inf"
-    ) || s.parse::<f64>().is_ok()
-        || s.starts_with("0x")
-        || s.starts_with("0o");
-    if s.chars().any(|c| c.is_control()) {
-        return serde_json::to_string(s).unwrap_or_default();
-    }
-    if reads_as_other {
-        return format!("\"{s}\"");
-    }
-    let first = s.chars().next().unwrap_or(' ');
-    let plain = !matches!(first, '-' | '?' | ':' | ',' | '[' | ']' | '{' | '}' | '#' | '&' | '*' | '!' | '|' | '>' | '\'' | '"' | '%' | '@' | '`' | ' ')
-        && !s.ends_with(' ')
-        && !s.contains(": ")
-        && !s.contains(" #")
-        && !s.ends_with(':');
-    if plain { s.to_string() } else { format!("'{}'", s.replace('\'', "''")) }
 }
 
 #[cfg(test)]
