@@ -22,6 +22,7 @@ mod python_client;
 mod realtime;
 mod render;
 mod sql;
+mod sql_examples;
 mod trace;
 mod up;
 mod usages;

@@ -13,6 +13,7 @@
 //! - `pg/`: the PostgreSQL pools and one file per kind.
 //! - `testing.rs`: a private PostgreSQL server for tests.
 
+pub mod password;
 pub mod pg;
 pub mod quote;
 pub mod refs;

@@ -1,6 +1,11 @@
 //! Quoting of SQL identifiers and literals: every name or value that comes from a user goes
 //! through here before it is put into a statement, so no object name can inject SQL.
 //!
+//! MySQL/MariaDB quoting is written here: neither `mysql_async` nor `mysql_common` exports an
+//! escaping function, and DDL (`CREATE USER`, `GRANT`) takes no placeholders. Literals are
+//! quoted for the default `sql_mode` (backslash escapes on); the provider's connections make
+//! sure `NO_BACKSLASH_ESCAPES` is off.
+//!
 //! PostgreSQL quoting is `postgres-protocol`'s (the driver's own); what this module adds is
 //! the checks the server would otherwise make in surprising ways (NUL bytes, which no
 //! PostgreSQL string can hold, and identifiers longer than the server keeps, which it would
@@ -21,6 +26,9 @@ pub enum QuoteError {
     /// PostgreSQL would truncate it.
     #[error("identifier {0:?} is longer than PostgreSQL's limit of 63 bytes")]
     TooLong(String),
+    /// MySQL would refuse it.
+    #[error("identifier {0:?} is longer than MySQL's limit of 64 characters")]
+    TooLongMysql(String),
 }
 
 /// A PostgreSQL identifier, double-quoted (`my"db` becomes `"my""db"`).
@@ -46,6 +54,31 @@ pub fn pg_literal(value: &str) -> Result<String, QuoteError> {
     Ok(postgres_protocol::escape::escape_literal(value))
 }
 
+/// The longest database or table name MySQL and MariaDB accept (64 characters).
+pub const MYSQL_MAX_IDENTIFIER_CHARS: usize = 64;
+
+/// A MySQL/MariaDB identifier in backticks (`` my`db `` becomes `` `my``db` ``).
+pub fn mysql_ident(name: &str) -> Result<String, QuoteError> {
+    if name.is_empty() {
+        return Err(QuoteError::Empty);
+    }
+    if name.contains('\0') {
+        return Err(QuoteError::Nul(name.into()));
+    }
+    if name.chars().count() > MYSQL_MAX_IDENTIFIER_CHARS {
+        return Err(QuoteError::TooLongMysql(name.into()));
+    }
+    Ok(format!("`{}`", name.replace('`', "``")))
+}
+
+/// A MySQL/MariaDB string literal: `'` doubled, `\` doubled (`it's` becomes `'it''s'`).
+pub fn mysql_literal(value: &str) -> Result<String, QuoteError> {
+    if value.contains('\0') {
+        return Err(QuoteError::Nul(value.into()));
+    }
+    Ok(format!("'{}'", value.replace('\\', "\\\\").replace('\'', "''")))
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -53,54 +86,68 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// Reads one double-quoted identifier from the start of `sql` as PostgreSQL's lexer
-    /// does: returns the name and the rest of the text.
-    fn lex_ident(sql: &str) -> Option<(String, &str)> {
-        let mut chars = sql.char_indices();
-        if chars.next()?.1 != '"' {
-            return None;
-        }
-        let mut name = String::new();
-        let mut chars = chars.peekable();
-        while let Some((i, c)) = chars.next() {
-            if c == '"' {
-                if chars.peek().map(|p| p.1) == Some('"') {
-                    chars.next();
-                    name.push('"');
-                } else {
-                    return Some((name, &sql[i + 1..]));
-                }
-            } else {
-                name.push(c);
-            }
-        }
-        None
-    }
-
-    /// Reads one string literal (`'...'` or `E'...'`, with standard_conforming_strings on)
-    /// from the start of `sql`.
-    fn lex_literal(sql: &str) -> Option<(String, &str)> {
-        let (escapes, body) = match sql.strip_prefix(" E'").or_else(|| sql.strip_prefix("E'")) {
-            Some(body) => (true, body),
-            None => (false, sql.strip_prefix('\'')?),
-        };
+    /// Reads one token quoted with `quote` from the start of `sql`, as the servers' lexers
+    /// do (a doubled quote stands for itself; with `escapes`, a backslash takes the next
+    /// character as it is): the value and the rest of the text.
+    fn lex_quoted(sql: &str, quote: char, escapes: bool) -> Option<(String, &str)> {
+        let body = sql.strip_prefix(quote)?;
         let mut value = String::new();
         let mut chars = body.char_indices().peekable();
         while let Some((i, c)) = chars.next() {
             match c {
                 '\\' if escapes => value.push(chars.next()?.1),
-                '\'' if chars.peek().map(|p| p.1) == Some('\'') => {
+                c if c == quote && chars.peek().map(|p| p.1) == Some(quote) => {
                     chars.next();
-                    value.push('\'');
+                    value.push(quote);
                 }
-                '\'' => return Some((value, &body[i + 1..])),
+                c if c == quote => return Some((value, &body[i + 1..])),
                 c => value.push(c),
             }
         }
         None
     }
 
+    /// A PostgreSQL double-quoted identifier.
+    fn lex_ident(sql: &str) -> Option<(String, &str)> {
+        lex_quoted(sql, '"', false)
+    }
+
+    /// A PostgreSQL string literal (`'...'` or `E'...'`, with standard_conforming_strings on).
+    fn lex_literal(sql: &str) -> Option<(String, &str)> {
+        match sql.strip_prefix(" E").or_else(|| sql.strip_prefix('E')) {
+            Some(body) => lex_quoted(body, '\'', true),
+            None => lex_quoted(sql, '\'', false),
+        }
+    }
+
+    /// A MySQL backtick-quoted identifier.
+    fn lex_mysql_ident(sql: &str) -> Option<(String, &str)> {
+        lex_quoted(sql, '`', false)
+    }
+
+    /// A MySQL single-quoted literal (backslash escapes on, as by default).
+    fn lex_mysql_literal(sql: &str) -> Option<(String, &str)> {
+        lex_quoted(sql, '\'', true)
+    }
+
     proptest! {
+        /// MySQL: whatever the name or value, one token that reads back as it, nothing after.
+        #[test]
+        fn a_mysql_identifier_or_literal_is_one_token(name in "[^\\x00]{1,40}") {
+            let quoted = mysql_ident(&name).unwrap();
+            prop_assert_eq!(lex_mysql_ident(&quoted).unwrap(), (name.clone(), ""));
+            let literal = mysql_literal(&name).unwrap();
+            prop_assert_eq!(lex_mysql_literal(&literal).unwrap(), (name, ""));
+        }
+
+        #[test]
+        fn mysql_quote_and_backslash_heavy_names_stay_one_token(name in "[`'\"\\\\; a-z@%-]{1,30}") {
+            let quoted = mysql_ident(&name).unwrap();
+            prop_assert_eq!(lex_mysql_ident(&quoted).unwrap(), (name.clone(), ""));
+            let literal = mysql_literal(&name).unwrap();
+            prop_assert_eq!(lex_mysql_literal(&literal).unwrap(), (name, ""));
+        }
+
         /// Whatever the name, the quoted form is one identifier token that reads back as the
         /// name, with nothing after it: a statement built around it has exactly the shape
         /// the code wrote.
@@ -138,5 +185,10 @@ mod tests {
         assert!(matches!(pg_ident(&"x".repeat(64)), Err(QuoteError::TooLong(_))));
         assert_eq!(pg_ident(&"x".repeat(63)).unwrap().len(), 65);
         assert_eq!(pg_ident("a\"; DROP TABLE t; --").unwrap(), "\"a\"\"; DROP TABLE t; --\"");
+        assert_eq!(mysql_ident("a`; DROP DATABASE d; --").unwrap(), "`a``; DROP DATABASE d; --`");
+        assert_eq!(mysql_literal("it's \\' x").unwrap(), "'it''s \\\\'' x'");
+        assert!(matches!(mysql_ident(&"x".repeat(65)), Err(QuoteError::TooLongMysql(_))));
+        assert_eq!(mysql_ident(""), Err(QuoteError::Empty));
+        assert!(matches!(mysql_literal("a\0b"), Err(QuoteError::Nul(_))));
     }
 }

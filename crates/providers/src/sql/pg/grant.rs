@@ -1,8 +1,10 @@
 //! `Grant`: privileges of a role on a database, schema, tables, columns, sequences, routines,
 //! foreign data wrappers or foreign servers, or a role's membership in another role. The
 //! grant type follows from which fields are set. Observe reads the ACLs (`aclexplode`) and
-//! `pg_auth_members`; create and update revoke and grant in one transaction, so the role
-//! holds exactly the listed privileges on the listed objects.
+//! `pg_auth_members`; create and update revoke the listed privileges and grant them again in
+//! one transaction (so the grant option is exactly as asked). Like upstream, a Grant owns
+//! only the privileges it lists: several Grants may give one role different privileges on
+//! one object (with and without the grant option, say) without undoing each other.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -241,13 +243,13 @@ impl Plan {
             let columns = self.columns.iter().map(|c| ident("column", c)).collect::<Result<Vec<_>, _>>()?.join(", ");
             let privileges = self.privileges.iter().map(|p| format!("{p} ({columns})")).collect::<Vec<_>>().join(", ");
             for (_, table) in &self.objects {
-                statements.push(format!("REVOKE ALL ({columns}) ON TABLE {table} FROM {role}"));
+                statements.push(format!("REVOKE {privileges} ON TABLE {table} FROM {role}"));
                 statements.push(format!("GRANT {privileges} ON TABLE {table} TO {role}{with}"));
             }
             return Ok(statements);
         }
         let objects = self.objects.iter().map(|(_, quoted)| quoted.as_str()).collect::<Vec<_>>().join(", ");
-        statements.push(format!("REVOKE ALL ON {} {objects} FROM {role}", self.on));
+        statements.push(format!("REVOKE {} ON {} {objects} FROM {role}", self.privileges.join(", "), self.on));
         statements.push(format!("GRANT {} ON {} {objects} TO {role}{with}", self.privileges.join(", "), self.on));
         if self.grant_type == GrantType::RoleDatabase && self.revoke_public_on_db {
             statements.push(format!("REVOKE ALL ON DATABASE {objects} FROM PUBLIC"));
@@ -271,52 +273,52 @@ impl Plan {
     }
 
     /// The catalogue query reading the role's privileges on the objects: rows of (object
-    /// key, privileges, all grantable, any grantable). `$1` is the role.
+    /// key, privileges, whether they are grantable). `$1` is the role.
     fn acl_query(&self) -> &'static str {
         match self.grant_type {
             GrantType::RoleDatabase => {
-                "SELECT d.datname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT d.datname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_database d CROSS JOIN LATERAL aclexplode(d.datacl) a \
-                 WHERE d.datname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 WHERE d.datname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleSchema => {
-                "SELECT n.nspname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT n.nspname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_namespace n CROSS JOIN LATERAL aclexplode(n.nspacl) a \
-                 WHERE n.nspname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 WHERE n.nspname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleTable => {
-                "SELECT c.relname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT c.relname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN LATERAL aclexplode(c.relacl) a \
                  WHERE n.nspname = $3 AND c.relname = ANY($2) AND c.relkind IN ('r', 'v', 'm', 'f', 'p') \
-                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleSequence => {
-                "SELECT c.relname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT c.relname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace CROSS JOIN LATERAL aclexplode(c.relacl) a \
                  WHERE n.nspname = $3 AND c.relname = ANY($2) AND c.relkind = 'S' \
-                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleColumn => {
-                "SELECT c.relname::text || '.' || at.attname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT c.relname::text || '.' || at.attname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_attribute at JOIN pg_class c ON c.oid = at.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace \
                  CROSS JOIN LATERAL aclexplode(at.attacl) a \
                  WHERE n.nspname = $3 AND c.relname = ANY($2) AND at.attname = ANY($4) \
-                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleRoutine => {
-                "SELECT s.sig, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT s.sig, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM unnest($2::text[]) s(sig) JOIN pg_proc p ON p.oid = to_regprocedure(s.sig) CROSS JOIN LATERAL aclexplode(p.proacl) a \
-                 WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 WHERE a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleForeignDataWrapper => {
-                "SELECT f.fdwname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT f.fdwname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_foreign_data_wrapper f CROSS JOIN LATERAL aclexplode(f.fdwacl) a \
-                 WHERE f.fdwname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 WHERE f.fdwname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleForeignServer => {
-                "SELECT s.srvname::text, array_agg(DISTINCT a.privilege_type::text), bool_and(a.is_grantable), bool_or(a.is_grantable) \
+                "SELECT s.srvname::text, array_agg(DISTINCT a.privilege_type::text), a.is_grantable \
                  FROM pg_foreign_server s CROSS JOIN LATERAL aclexplode(s.srvacl) a \
-                 WHERE s.srvname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1"
+                 WHERE s.srvname = ANY($2) AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = $1) GROUP BY 1, 3"
             }
             GrantType::RoleMember => "",
         }
@@ -384,26 +386,25 @@ impl GrantClient {
             }
             _ => self.pg.query(plan.database.as_deref(), "cannot read privileges", plan.acl_query(), &[&plan.role, &names]).await?,
         };
-        let mut found: BTreeMap<String, (BTreeSet<String>, bool, bool)> = BTreeMap::new();
+        // Privileges by object and grant option.
+        let mut found: BTreeMap<(String, bool), BTreeSet<String>> = BTreeMap::new();
         for row in rows {
             let key: String = row.get(0);
             let privileges: Vec<String> = row.get(1);
-            found.insert(key, (privileges.into_iter().collect(), row.get(2), row.get(3)));
+            found.insert((key, row.get(2)), privileges.into_iter().collect());
         }
         let mut drifted = BTreeSet::new();
+        let empty = BTreeSet::new();
+        // It exists while any of its privileges is held: other Grants' privileges on the same
+        // objects are not this one's (its delete must end once its own are gone).
+        let mut exists = false;
         for key in plan.expected_keys() {
-            match found.get(&key) {
-                None => {
-                    drifted.insert("privileges".to_string());
-                }
-                Some((have, all_grantable, any_grantable)) => {
-                    if *have != wanted {
-                        drifted.insert("privileges".to_string());
-                    }
-                    if (plan.grant_option && !all_grantable) || (!plan.grant_option && *any_grantable) {
-                        drifted.insert("withOption".to_string());
-                    }
-                }
+            let with_option = found.get(&(key.clone(), plan.grant_option)).unwrap_or(&empty);
+            let without = found.get(&(key, !plan.grant_option)).unwrap_or(&empty);
+            exists |= !wanted.is_disjoint(with_option) || !wanted.is_disjoint(without);
+            if !wanted.is_subset(with_option) {
+                // Held, but with the other grant option: the option drifted; else missing.
+                drifted.insert(if wanted.is_subset(&with_option.union(without).cloned().collect()) { "withOption" } else { "privileges" }.to_string());
             }
         }
         if plan.grant_type == GrantType::RoleDatabase && plan.revoke_public_on_db {
@@ -422,7 +423,7 @@ impl GrantClient {
                 drifted.insert("revokePublicOnDb".to_string());
             }
         }
-        Ok(Found { exists: !found.is_empty(), drifted: drifted.into_iter().collect() })
+        Ok(Found { exists, drifted: drifted.into_iter().collect() })
     }
 }
 
@@ -506,7 +507,7 @@ mod tests {
         let spec = json!({"role": "r\"x", "database": "d", "schema": "s", "tables": ["t1", "t;2"], "privileges": ["SELECT", "INSERT"], "withOption": "GRANT"});
         let statements = plan(&spec).unwrap().grant_statements(&spec).unwrap();
         assert_eq!(statements, [
-            "REVOKE ALL ON TABLE \"s\".\"t1\", \"s\".\"t;2\" FROM \"r\"\"x\"",
+            "REVOKE SELECT, INSERT ON TABLE \"s\".\"t1\", \"s\".\"t;2\" FROM \"r\"\"x\"",
             "GRANT SELECT, INSERT ON TABLE \"s\".\"t1\", \"s\".\"t;2\" TO \"r\"\"x\" WITH GRANT OPTION",
         ]);
         let bad = json!({"role": "r", "database": "d", "privileges": ["CONNECT; DROP TABLE x"]});

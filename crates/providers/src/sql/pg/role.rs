@@ -4,14 +4,12 @@
 //! asks for a rotation). Passwords never reach a condition, an event or a log.
 
 use oxplane_runtime::conditions::Condition;
-use oxplane_runtime::managed::connection;
 use oxplane_runtime::managed::fault;
 use oxplane_runtime::managed::{ExternalClient, ExternalCreation, ExternalDelete, ExternalError, ExternalObservation, ExternalUpdate, Managed};
-use oxplane_runtime::object;
 use serde_json::{Value, json};
 
 use super::{Pg, ident, late_init, literal};
-use crate::sql::server::generate_password;
+use crate::sql::password;
 
 /// Talks to PostgreSQL about one Role.
 pub struct RoleClient {
@@ -107,64 +105,6 @@ impl RoleClient {
             config: row.get(8),
         }))
     }
-
-    /// The password `passwordSecretRef` names, if it names one.
-    async fn referenced_password(&self, managed: &Managed) -> Result<Option<String>, ExternalError> {
-        let Some(reference) = managed.for_provider().get("passwordSecretRef").cloned() else { return Ok(None) };
-        let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-        let key = reference.get("key").and_then(Value::as_str).unwrap_or("password");
-        let namespace = managed.namespace().or_else(|| reference.get("namespace").and_then(Value::as_str)).unwrap_or("default");
-        let data = connection::read_secret(&self.pg.kube, namespace, name)
-            .await
-            .map_err(|e| ExternalError::definite(format!("cannot read passwordSecretRef {namespace}/{name}: {e}")))?
-            .ok_or_else(|| ExternalError::definite(format!("passwordSecretRef: secret {namespace}/{name} not found")))?;
-        let password = data.get(key).ok_or_else(|| ExternalError::definite(format!("passwordSecretRef: secret {namespace}/{name} has no key {key:?}")))?;
-        Ok(Some(String::from_utf8_lossy(password).into_owned()))
-    }
-
-    /// The password the connection Secret holds, if the role publishes one.
-    async fn published_password(&self, managed: &Managed) -> Result<Option<String>, ExternalError> {
-        let Some(Ok((namespace, name))) = connection::secret_ref(&managed.object) else { return Ok(None) };
-        let data = connection::read_secret(&self.pg.kube, &namespace, &name)
-            .await
-            .map_err(|e| ExternalError::definite(format!("cannot read connection secret {namespace}/{name}: {e}")))?;
-        Ok(data.and_then(|d| d.get("password").map(|p| String::from_utf8_lossy(p).into_owned())))
-    }
-
-    /// Why the password must be set again, if it must: the referenced one changed, the
-    /// generated one was lost, or a rotation is due.
-    async fn password_due(&self, managed: &Managed) -> Result<Option<&'static str>, ExternalError> {
-        let published = self.published_password(managed).await?;
-        if let Some(wanted) = self.referenced_password(managed).await? {
-            return Ok((connection::secret_ref(&managed.object).is_some() && published.as_deref() != Some(wanted.as_str())).then_some("password"));
-        }
-        if connection::secret_ref(&managed.object).is_some() && published.is_none() {
-            return Ok(Some("password"));
-        }
-        let trigger = managed.for_provider().get("passwordRotationTrigger").and_then(Value::as_str).and_then(object::parse_time);
-        let last = managed.object.pointer("/status/atProvider/lastPasswordChange").and_then(Value::as_str).and_then(object::parse_time);
-        if let (Some(trigger), Some(last)) = (trigger, last)
-            && trigger > last
-            && trigger <= jiff::Timestamp::now()
-        {
-            return Ok(Some("passwordRotationTrigger"));
-        }
-        Ok(None)
-    }
-
-    /// The password to set: the referenced one, or a new one.
-    async fn next_password(&self, managed: &Managed) -> Result<String, ExternalError> {
-        Ok(match self.referenced_password(managed).await? {
-            Some(password) => password,
-            None => generate_password(),
-        })
-    }
-}
-
-fn record_password_change(managed: &mut Managed) {
-    let mut at_provider = managed.object.pointer("/status/atProvider").cloned().unwrap_or_else(|| json!({}));
-    at_provider["lastPasswordChange"] = json!(object::now_rfc3339());
-    managed.set_at_provider(at_provider);
 }
 
 #[async_trait::async_trait]
@@ -201,7 +141,7 @@ impl ExternalClient for RoleClient {
         {
             drifted.push("configurationParameters".into());
         }
-        if let Some(reason) = self.password_due(managed).await? {
+        if let Some(reason) = password::due(&self.pg.kube, managed).await? {
             drifted.push(reason.into());
         }
         let clauses: Vec<&str> = PRIVILEGES.iter().enumerate().map(|(i, (_, yes, no))| if observed.privileges[i] { *yes } else { *no }).collect();
@@ -234,7 +174,7 @@ impl ExternalClient for RoleClient {
         let name = name(managed)?;
         let desired = managed.desired_for_create();
         let quoted = ident("role name", &name)?;
-        let password = self.next_password(managed).await?;
+        let password = password::next(&self.pg.kube, managed).await?;
         let mut create = format!("CREATE ROLE {quoted}");
         let clauses = privilege_clauses(&desired);
         if !clauses.is_empty() {
@@ -251,7 +191,7 @@ impl ExternalClient for RoleClient {
         self.pg.execute(None, "cannot create role", &statements.join("; "), &[&password]).await?;
         // A crash point: the role exists, and the reconciler has not heard so.
         fault::point(fault::CREATE_RESPONSE_UNREAD, managed.uid());
-        record_password_change(managed);
+        password::record_change(managed);
         Ok(ExternalCreation { connection_details: self.pg.server.connection_details(&name, Some(&password)), ..Default::default() })
     }
 
@@ -272,8 +212,8 @@ impl ExternalClient for RoleClient {
         if desired.get("configurationParameters").is_some() {
             statements.extend(config_statements(&quoted, &desired)?);
         }
-        let new_password = match self.password_due(managed).await? {
-            Some(_) => Some(self.next_password(managed).await?),
+        let new_password = match password::due(&self.pg.kube, managed).await? {
+            Some(_) => Some(password::next(&self.pg.kube, managed).await?),
             None => None,
         };
         if let Some(password) = &new_password {
@@ -285,7 +225,7 @@ impl ExternalClient for RoleClient {
         }
         let mut update = ExternalUpdate::default();
         if let Some(password) = new_password {
-            record_password_change(managed);
+            password::record_change(managed);
             update.connection_details = self.pg.server.connection_details(&name, Some(&password));
         }
         Ok(update)
