@@ -172,9 +172,16 @@ pub fn builtins() -> Vec<ResourceDef> {
     let mut crds = builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, &["crd", "crds"]);
     crds.subresources = vec!["status".into()];
     crds.unconditional_update = false;
+    // Services are served so that the `kubernetes` Service (and `kubectl cluster-info`,
+    // `kubectl get all`) work and webhooks can name a `service` target; nothing routes to them.
+    let mut services = builtin("", "v1", "Service", "services", true, &["svc"]);
+    services.subresources = vec!["status".into()];
+    services.categories = vec!["all".into()];
     vec![
         namespaces,
         builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"]),
+        services,
+        builtin("", "v1", "Endpoints", "endpoints", true, &["ep"]),
         builtin("", "v1", "Secret", "secrets", true, &[]),
         builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"]),
         builtin("", "v1", "Event", "events", true, &["ev"]),

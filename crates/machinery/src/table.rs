@@ -20,6 +20,14 @@ pub enum ColumnSource {
     EventObject,
     /// An Event's last time seen, as an age.
     EventLastSeen,
+    /// A Service's external addresses (`<none>` when it has none).
+    ServiceExternalIp,
+    /// A Service's ports as kubectl prints them (`443/TCP`, `80:30080/TCP`).
+    ServicePorts,
+    /// A Service's selector (`app=web`, `<none>`).
+    ServiceSelector,
+    /// An Endpoints object's `ip:port` pairs.
+    EndpointAddresses,
 }
 
 /// One printed column.
@@ -85,6 +93,15 @@ pub fn builtin_columns(group: &str, kind: &str) -> Vec<PrinterColumn> {
             PrinterColumn::new("Object", "string", 0, ColumnSource::EventObject),
             PrinterColumn::new("Message", "string", 0, path(".message")),
         ],
+        ("", "Service") => vec![
+            PrinterColumn::new("Type", "string", 0, path(".spec.type")),
+            PrinterColumn::new("Cluster-IP", "string", 0, path(".spec.clusterIP")),
+            PrinterColumn::new("External-IP", "string", 0, ColumnSource::ServiceExternalIp),
+            PrinterColumn::new("Port(s)", "string", 0, ColumnSource::ServicePorts),
+            PrinterColumn::age(),
+            PrinterColumn::new("Selector", "string", 1, ColumnSource::ServiceSelector),
+        ],
+        ("", "Endpoints") => vec![PrinterColumn::new("Endpoints", "string", 0, ColumnSource::EndpointAddresses), PrinterColumn::age()],
         ("coordination.k8s.io", "Lease") => {
             vec![PrinterColumn::new("Holder", "string", 0, path(".spec.holderIdentity")), PrinterColumn::age()]
         }
@@ -143,6 +160,60 @@ fn cell(column: &PrinterColumn, object: &Value) -> Value {
                 .or_else(|| object["series"]["lastObservedTime"].as_str())
                 .or_else(|| object["metadata"]["creationTimestamp"].as_str());
             age_of(last)
+        }
+        ColumnSource::ServiceExternalIp => {
+            let ingress = object["status"]["loadBalancer"]["ingress"].as_array().into_iter().flatten();
+            let from_status = ingress.filter_map(|i| i["ip"].as_str().or_else(|| i["hostname"].as_str()));
+            let external = object["spec"]["externalIPs"].as_array().into_iter().flatten().filter_map(Value::as_str);
+            let mut all: Vec<&str> = from_status.chain(external).collect();
+            if all.is_empty() && object["spec"]["type"] == "ExternalName" {
+                all.extend(object["spec"]["externalName"].as_str());
+            }
+            json!(if all.is_empty() { "<none>".to_string() } else { all.join(",") })
+        }
+        ColumnSource::ServicePorts => {
+            let ports: Vec<String> = object["spec"]["ports"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|p| {
+                    let protocol = p["protocol"].as_str().unwrap_or("TCP");
+                    match p["nodePort"].as_i64() {
+                        Some(node) => format!("{}:{node}/{protocol}", scalar_text(&p["port"])),
+                        None => format!("{}/{protocol}", scalar_text(&p["port"])),
+                    }
+                })
+                .collect();
+            json!(if ports.is_empty() { "<none>".to_string() } else { ports.join(",") })
+        }
+        ColumnSource::ServiceSelector => {
+            let pairs: Vec<String> = object["spec"]["selector"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", scalar_text(v)))
+                .collect();
+            json!(if pairs.is_empty() { "<none>".to_string() } else { pairs.join(",") })
+        }
+        ColumnSource::EndpointAddresses => {
+            let mut pairs = Vec::new();
+            for subset in object["subsets"].as_array().into_iter().flatten() {
+                for address in subset["addresses"].as_array().into_iter().flatten() {
+                    let ip = address["ip"].as_str().unwrap_or_default();
+                    let ports = subset["ports"].as_array().map(Vec::as_slice).unwrap_or_default();
+                    if ports.is_empty() {
+                        pairs.push(ip.to_string());
+                    }
+                    pairs.extend(ports.iter().map(|p| format!("{ip}:{}", scalar_text(&p["port"]))));
+                }
+            }
+            // kubectl shows three and counts the rest.
+            let shown = pairs.iter().take(3).cloned().collect::<Vec<_>>().join(",");
+            json!(match pairs.len() {
+                0 => "<none>".to_string(),
+                n if n > 3 => format!("{shown} + {} more...", n - 3),
+                _ => shown,
+            })
         }
         ColumnSource::Path(path) => {
             let Ok(path) = JsonPath::parse(path) else { return Value::Null };
@@ -232,6 +303,31 @@ mod tests {
             assert_eq!(human_duration(s), want, "{s}");
         }
         assert_eq!(human_duration(-5), "<invalid>");
+    }
+
+    #[test]
+    fn services_and_endpoints_print_as_kubectl_prints_them() {
+        let builtins = crate::resource::builtins();
+        let service = builtins.iter().find(|r| r.kind == "Service").unwrap();
+        let object = json!({"metadata": {"name": "web", "creationTimestamp": "2000-01-01T00:00:00Z"},
+            "spec": {"type": "NodePort", "clusterIP": "None", "selector": {"app": "web", "tier": "front"},
+                "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}});
+        let cells = row(service, &object, IncludeObject::None)["cells"].clone();
+        assert_eq!(cells.as_array().unwrap()[1..5], [json!("NodePort"), json!("None"), json!("<none>"), json!("80:30080/TCP,53/UDP")]);
+        assert_eq!(cells[6], "app=web,tier=front");
+        let balanced = json!({"metadata": {"name": "lb"}, "spec": {"type": "LoadBalancer"},
+            "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example"}]}}});
+        let cells = row(service, &balanced, IncludeObject::None)["cells"].clone();
+        assert_eq!(cells[3], "192.0.2.1,lb.example");
+        assert_eq!(cells[4], "<none>");
+        assert_eq!(cells[6], "<none>");
+
+        let endpoints = builtins.iter().find(|r| r.kind == "Endpoints").unwrap();
+        let cell = |subsets: Value| row(endpoints, &json!({"metadata": {"name": "e"}, "subsets": subsets}), IncludeObject::None)["cells"][1].clone();
+        assert_eq!(cell(json!([{"addresses": [{"ip": "127.0.0.1"}], "ports": [{"name": "https", "port": 6443}]}])), "127.0.0.1:6443");
+        assert_eq!(cell(json!(null)), "<none>");
+        let many = json!([{"addresses": [{"ip": "10.0.0.1"}, {"ip": "10.0.0.2"}], "ports": [{"port": 1}, {"port": 2}]}]);
+        assert_eq!(cell(many), "10.0.0.1:1,10.0.0.1:2,10.0.0.2:1 + 1 more...");
     }
 
     #[test]

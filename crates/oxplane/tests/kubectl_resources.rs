@@ -419,3 +419,34 @@ fn describe_shows_events_of_a_kube_rs_recorder() {
     assert_eq!(rows[0][..2], ["Warning", "SyncFailed"]);
     assert_eq!(rows[0][3..], ["widget-controller", "cannot reach the backend"]);
 }
+
+#[test]
+fn cluster_info_get_all_api_versions_and_version() {
+    let server = Server::start();
+    let url = server.server_url();
+    let address = url.trim_start_matches("https://").to_string();
+    let (_, port) = address.rsplit_once(':').unwrap();
+
+    let info = server.kubectl(&["cluster-info"]);
+    assert!(info.contains(&format!("Kubernetes control plane is running at {url}")), "{info}");
+
+    // The `kubernetes` Service belongs to the `all` category, and its Endpoints name the address
+    // the server listens on.
+    let all = server.kubectl(&["get", "all"]);
+    // (kubectl prefixes names with their kind only when it lists more than one kind.)
+    let service = rows(&all).into_iter().find(|r| r[0] == "service/kubernetes" || r[0] == "kubernetes").unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(service[1..5], ["ClusterIP", "None", "<none>", &format!("{port}/TCP")], "{all}");
+    let endpoints = server.kubectl(&["get", "endpoints", "kubernetes", "--no-headers"]);
+    assert_eq!(columns(&endpoints)[1], address, "{endpoints}");
+    let svc = server.kubectl(&["get", "svc", "-A", "-o", "wide", "--no-headers"]);
+    assert_eq!(columns(&svc)[7], "<none>", "the wide Selector column: {svc}");
+
+    let versions = server.kubectl(&["api-versions"]);
+    for expected in ["v1", "apiextensions.crossplane.io/v1", "pkg.crossplane.io/v1", "coordination.k8s.io/v1"] {
+        assert!(versions.lines().any(|l| l == expected), "{expected} in {versions}");
+    }
+    let version = server.kubectl(&["version", "-o", "json"]);
+    let version: serde_json::Value = serde_json::from_str(&version).unwrap();
+    let git_version = version["serverVersion"]["gitVersion"].as_str().unwrap();
+    assert!(git_version.contains(&format!("oxplane.{}", env!("CARGO_PKG_VERSION"))), "{git_version}");
+}

@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// An `EncryptionConfiguration` file (kube-apiserver's `--encryption-provider-config`);
     /// `None` uses the one generated in the data directory on first start.
     pub encryption_provider_config: Option<PathBuf>,
+    /// How long Events are kept after they last happened.
+    pub event_ttl: std::time::Duration,
 }
 
 impl ServerConfig {
@@ -64,6 +66,7 @@ impl ServerConfig {
             max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
             token_auth_file: None,
             encryption_provider_config: None,
+            event_ttl: crate::state::DEFAULT_EVENT_TTL,
         }
     }
 }
@@ -116,12 +119,16 @@ impl Server {
         state.inflight =
             Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
         state.bookmark_interval = config.watch_bookmark_interval;
+        state.event_ttl = config.event_ttl;
         if let Some(file) = &config.token_auth_file {
             state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
         }
         let state = Arc::new(state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
         crate::authz::bootstrap::ensure(&state).await.map_err(|e| ServeError::Startup(format!("creating the bootstrap RBAC roles: {e}")))?;
+        http::seed::kubernetes_service(&state, local)
+            .await
+            .map_err(|e| ServeError::Startup(format!("writing the kubernetes Service: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
         Ok(Server { dir, store, state, listener, local, certs, token })
     }

@@ -113,6 +113,33 @@ pub fn schema(group: &str, kind: &str) -> Value {
             "eventTime": {"type": "string", "format": "date-time"}, "series": {"type": "object", "properties": {"count": {"type": "integer"}, "lastObservedTime": {"type": "string", "format": "date-time"}}},
             "action": string("What action was taken/failed regarding to the Regarding object."), "related": reference(),
             "reportingComponent": string("Name of the controller that emitted this Event."), "reportingInstance": string("ID of the controller instance.")}}),
+        ("", "Service") => json!({"description": "Service is a named abstraction of software service consisting of local port that the proxy listens on, and the selector that determines which pods will answer requests sent through the proxy.", "properties": {
+            "spec": {"type": "object", "description": "Spec defines the behavior of a service.", "properties": {
+                "type": string("type determines how the Service is exposed: ClusterIP, NodePort, LoadBalancer or ExternalName."),
+                "clusterIP": string("clusterIP is the IP address of the service, or None for a headless service."),
+                "clusterIPs": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"},
+                "externalIPs": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"},
+                "externalName": string("externalName is the external reference that discovery mechanisms will return as an alias for this service."),
+                "selector": {"type": "object", "additionalProperties": {"type": "string"}, "x-kubernetes-map-type": "atomic", "description": "Route service traffic to pods with label keys and values matching this selector."},
+                "sessionAffinity": string("Supports ClientIP and None."),
+                "ipFamilies": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "atomic"},
+                "ipFamilyPolicy": {"type": "string"},
+                "internalTrafficPolicy": {"type": "string"},
+                "publishNotReadyAddresses": {"type": "boolean"},
+                "ports": {"type": "array", "description": "The list of ports that are exposed by this service.",
+                    "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port", "protocol"], "x-kubernetes-patch-merge-key": "port", "x-kubernetes-patch-strategy": "merge",
+                    "items": {"type": "object", "required": ["port"], "properties": {
+                        "name": {"type": "string"}, "protocol": {"type": "string", "default": "TCP"}, "appProtocol": {"type": "string"},
+                        "port": {"type": "integer", "format": "int32"}, "targetPort": {"x-kubernetes-int-or-string": true},
+                        "nodePort": {"type": "integer", "format": "int32"}}}}}},
+            "status": {"type": "object", "properties": {"loadBalancer": {"type": "object", "properties": {"ingress": {"type": "array", "x-kubernetes-list-type": "atomic",
+                "items": {"type": "object", "properties": {"ip": {"type": "string"}, "hostname": {"type": "string"}}}}}}}}}}),
+        ("", "Endpoints") => json!({"description": "Endpoints is a collection of endpoints that implement the actual service.", "properties": {
+            "subsets": {"type": "array", "x-kubernetes-list-type": "atomic", "description": "The set of all endpoints is the union of all subsets.", "items": {"type": "object", "properties": {
+                "addresses": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "properties": {"ip": {"type": "string"}, "hostname": {"type": "string"}, "nodeName": {"type": "string"}}}},
+                "notReadyAddresses": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "properties": {"ip": {"type": "string"}, "hostname": {"type": "string"}}}},
+                "ports": {"type": "array", "x-kubernetes-list-type": "atomic", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer", "format": "int32"}, "protocol": {"type": "string"}, "appProtocol": {"type": "string"}}}}}}}}}),
         ("events.k8s.io", "Event") => json!({"description": "Event is a report of an event somewhere in the cluster.", "required": ["eventTime"], "properties": {
             "eventTime": {"type": "string", "format": "date-time"}, "series": {"type": "object", "properties": {"count": {"type": "integer"}, "lastObservedTime": {"type": "string", "format": "date-time"}}},
             "reportingController": string("The name of the controller that emitted this Event."), "reportingInstance": string("The ID of the controller instance."),
