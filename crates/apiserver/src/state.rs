@@ -13,6 +13,9 @@ use crate::ops::admission::AdmissionChain;
 use crate::registry::Registry;
 use crate::status::{ApiError, Reason};
 
+/// kube-apiserver's default `--event-ttl`: one hour.
+pub const DEFAULT_EVENT_TTL: Duration = Duration::from_secs(3600);
+
 /// How long a read for a resourceVersion the cache has not reached yet may wait.
 const FUTURE_WAIT: Duration = Duration::from_secs(3);
 
@@ -44,6 +47,8 @@ pub struct AppState {
     pub extensions: crate::http::extensions::Extensions,
     /// How often watchers that allow bookmarks get one.
     pub bookmark_interval: Duration,
+    /// How long an Event is kept after it last happened (kube-apiserver's `--event-ttl`).
+    pub event_ttl: Duration,
 }
 
 impl AppState {
@@ -63,6 +68,7 @@ impl AppState {
             inflight: Default::default(),
             extensions: Default::default(),
             bookmark_interval: crate::http::watch::DEFAULT_BOOKMARK_INTERVAL,
+            event_ttl: DEFAULT_EVENT_TTL,
         }
     }
 

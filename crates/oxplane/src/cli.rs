@@ -11,9 +11,24 @@ use crate::bench;
 #[derive(Debug, Parser)]
 #[command(name = "oxplane", version, about, long_about = None)]
 pub struct Cli {
+    /// How log lines are written to standard error: `text` for people, `json` (one object per
+    /// line: timestamp, level, target, message, fields, and the span of the controller and
+    /// object being reconciled) for log collectors. Levels come from `OXPLANE_LOG`
+    /// (default `warn`; e.g. `OXPLANE_LOG=info`).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The forms of log lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// The subcommands.
@@ -71,6 +86,10 @@ pub enum Command {
         /// DIR/templates). Without it, FileSystem sources are refused.
         #[arg(long, value_name = "DIR")]
         go_templating_dir: Option<PathBuf>,
+        /// How long an Event is kept after it last happened (a Go duration, as kube-apiserver's
+        /// `--event-ttl`).
+        #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_event_ttl)]
+        event_ttl: std::time::Duration,
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
@@ -144,6 +163,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             circuit_breaker_cooldown,
             circuit_breaker_probe_interval,
             go_templating_dir,
+            event_ttl,
             security,
         } => {
             anyhow::ensure!(
@@ -165,6 +185,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             config.max_requests_inflight = max_requests_inflight;
             config.max_mutating_requests_inflight = max_mutating_requests_inflight;
             config.token_auth_file = token_auth_file;
+            config.event_ttl = event_ttl;
             security.apply(&mut config);
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
@@ -177,6 +198,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
         Command::Validate(args) | Command::Resource { which: ResourceCommand::Validate(args) } => crate::commands::validate::run(args),
+    }
+}
+
+/// `--event-ttl`: a positive Go duration.
+fn parse_event_ttl(text: &str) -> Result<std::time::Duration, String> {
+    match oxplane_machinery::golang::duration::parse(text) {
+        Ok(ttl) if ttl.is_zero() => Err("the event TTL must be more than zero".to_string()),
+        Ok(ttl) => Ok(ttl),
+        Err(error) => Err(error.to_string()),
     }
 }
 

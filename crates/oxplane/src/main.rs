@@ -15,13 +15,20 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let cli = cli::Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("OXPLANE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let filter = || {
+        tracing_subscriber::EnvFilter::try_from_env("OXPLANE_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"))
+    };
+    match cli.log_format {
+        cli::LogFormat::Text => tracing_subscriber::fmt().with_env_filter(filter()).with_writer(std::io::stderr).init(),
+        cli::LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_env_filter(filter())
+            .with_writer(std::io::stderr)
+            .init(),
+    }
     match cli::run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {

@@ -17,6 +17,7 @@ mod kubectl_lifecycle;
 mod kubectl_resources;
 mod leader_election;
 mod managed_crash;
+mod operations_logs;
 mod providers;
 mod python_client;
 mod realtime;

@@ -98,14 +98,23 @@ impl Controller {
     /// Starts the workers; the controller does nothing until keys are queued (by watches or
     /// by hand).
     pub fn start(config: ControllerConfig, reconciler: Arc<dyn Reconciler>, metrics: Arc<Metrics>) -> Arc<Controller> {
-        let queue = Arc::new(WorkQueue::new(config.backoff));
+        let queue = Arc::new(WorkQueue::<ObjectKey>::new(config.backoff));
         let mut workers = Vec::new();
         for _ in 0..config.concurrency.max(1) {
             let (queue, reconciler, metrics, name) = (queue.clone(), reconciler.clone(), metrics.clone(), config.name.clone());
             workers.push(tokio::spawn(async move {
-                while let Some(key) = queue.next().await {
+                while let Some((key, waited)) = queue.next_timed().await {
+                    oxplane_metrics::global().queue_wait(&name, waited);
                     let started = Instant::now();
-                    let result = reconciler.reconcile(&key).await;
+                    // Every log line of a reconcile carries the controller and the object.
+                    let span = tracing::info_span!(
+                        "reconcile",
+                        controller = %name,
+                        resource = name.split_once('/').map_or(name.as_str(), |(_, resource)| resource),
+                        namespace = key.namespace.as_deref().unwrap_or_default(),
+                        object_name = %key.name,
+                    );
+                    let result = tracing::Instrument::instrument(reconciler.reconcile(&key), span).await;
                     let took = started.elapsed();
                     match result {
                         Ok(Action::Done) => {

@@ -46,6 +46,7 @@ impl Metrics {
 
     /// Counts one reconcile of `controller` with its result (`success`, `requeue`, `error`).
     pub fn reconciled(&self, controller: &str, result: &'static str, took: Duration) {
+        oxplane_metrics::global().reconcile(controller, result, took);
         let mut counters = self.lock();
         *counters.reconciles.entry((controller.to_string(), result)).or_insert(0) += 1;
         *counters.seconds.entry(controller.to_string()).or_insert(0.0) += took.as_secs_f64();

@@ -54,6 +54,8 @@ struct Inner<K> {
     delayed: BTreeMap<(Instant, u64), K>,
     delayed_at: HashMap<K, (Instant, u64)>,
     failures: HashMap<K, u32>,
+    /// When each ready key became ready (for the queue-wait metric).
+    ready_since: HashMap<K, Instant>,
     sequence: u64,
     shut_down: bool,
 }
@@ -77,6 +79,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 delayed: BTreeMap::new(),
                 delayed_at: HashMap::new(),
                 failures: HashMap::new(),
+                ready_since: HashMap::new(),
                 sequence: 0,
                 shut_down: false,
             }),
@@ -112,6 +115,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         if !inner.queued.insert(key.clone()) {
             return false;
         }
+        inner.ready_since.insert(key.clone(), Instant::now());
         inner.ready.push_back(key);
         true
     }
@@ -166,6 +170,11 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     /// The next key to reconcile, waiting for one; `None` once the queue is shut down. The
     /// caller must call [`WorkQueue::done`] with it when finished.
     pub async fn next(&self) -> Option<K> {
+        self.next_timed().await.map(|(key, _)| key)
+    }
+
+    /// Like [`WorkQueue::next`], with how long the key waited ready in the queue.
+    pub async fn next_timed(&self) -> Option<(K, Duration)> {
         loop {
             let notified = self.notify.notified();
             tokio::pin!(notified);
@@ -188,12 +197,13 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 if let Some(key) = inner.ready.pop_front() {
                     inner.queued.remove(&key);
                     inner.processing.insert(key.clone());
+                    let waited = inner.ready_since.remove(&key).map_or(Duration::ZERO, |since| now.saturating_duration_since(since));
                     let more = !inner.ready.is_empty();
                     drop(inner);
                     if more {
                         self.notify.notify_one();
                     }
-                    return Some(key);
+                    return Some((key, waited));
                 }
                 inner.delayed.first_key_value().map(|(slot, _)| slot.0)
             };

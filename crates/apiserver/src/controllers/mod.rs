@@ -8,10 +8,12 @@
 //! listing brings back every pending piece of work (a deletion half done finishes).
 //!
 //! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
-//! `crd_cleanup.rs`, `aggregation.rs`, `events.rs` (Events the controllers record).
+//! `crd_cleanup.rs`, `aggregation.rs`, `events.rs` (Events the controllers record), `event_ttl.rs`
+//! (Events expire `--event-ttl` after they last happened).
 
 pub(crate) mod aggregation;
 mod crd_cleanup;
+pub mod event_ttl;
 mod events;
 mod gc;
 mod namespaces;
@@ -42,6 +44,7 @@ pub fn start(state: &Arc<AppState>) -> Controllers {
             tokio::spawn(runner::run(state.clone(), namespaces::NamespaceController::default())),
             tokio::spawn(runner::run(state.clone(), crd_cleanup::CrdCleanup::default())),
             tokio::spawn(runner::run(state.clone(), aggregation::Aggregation::default())),
+            tokio::spawn(event_ttl::run(state.clone())),
         ],
     }
 }

@@ -46,6 +46,8 @@ pub(super) async fn version() -> Json<Value> {
 pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> String {
     let revision = state.store.current_revision().await.unwrap_or(0);
     let compacted = state.store.compacted_revision().await.unwrap_or(0);
+    let lag = i64::try_from(revision.saturating_sub(state.cache.revision())).unwrap_or(i64::MAX);
+    oxplane_metrics::global().watch_cache_lag.set(lag);
     format!(
         "# HELP oxplane_store_revision The store's current revision.\n# TYPE oxplane_store_revision gauge\noxplane_store_revision {revision}\n\
          # HELP oxplane_store_compacted_revision The oldest revision still readable.\n# TYPE oxplane_store_compacted_revision gauge\noxplane_store_compacted_revision {compacted}\n\
@@ -53,5 +55,5 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> String {
         state.cache.revision(),
         state.metrics.render(),
         state.extensions.render_metrics()
-    )
+    ) + &oxplane_metrics::global().render()
 }

@@ -78,8 +78,27 @@ async fn count(State(state): State<Arc<AppState>>, request: Request, next: Next)
     let started = std::time::Instant::now();
     let mut response = next.run(request).await;
     let code = response.status().as_u16();
-    state.metrics.record(&method, code, started.elapsed());
-    if let Some(info) = response.extensions_mut().remove::<metrics::RequestInfo>() {
+    let took = started.elapsed();
+    state.metrics.record(&method, code, took);
+    let info = response.extensions_mut().remove::<metrics::RequestInfo>();
+    let labels = match &info {
+        Some(info) => oxplane_metrics::RequestLabels {
+            verb: info.verb.to_string(),
+            group: info.group.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            code: code.to_string(),
+        },
+        None => oxplane_metrics::RequestLabels {
+            verb: method.clone(),
+            group: String::new(),
+            resource: String::new(),
+            subresource: String::new(),
+            code: code.to_string(),
+        },
+    };
+    oxplane_metrics::global().request(labels, took);
+    if let Some(info) = info {
         state.metrics.record_resource(info, code);
     }
     response

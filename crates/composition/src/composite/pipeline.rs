@@ -234,7 +234,14 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
         let mut calls = 0;
         let response: RunFunctionResponse = loop {
             request.meta.tag = oxplane_functions::grpc::tag(&request);
-            let response = function.run(request.clone()).await.map_err(|e| env.step_failed(&step.name, &e.to_string()))?;
+            let started = std::time::Instant::now();
+            let called = function.run(request.clone()).await;
+            let function_name = match &step.function {
+                StepFunction::Named(name) => name.as_str(),
+                StepFunction::Direct(_) => "function-patch-and-transform",
+            };
+            oxplane_metrics::global().function_call(function_name, called.is_ok(), started.elapsed());
+            let response = called.map_err(|e| env.step_failed(&step.name, &e.to_string()))?;
             calls += 1;
             if response.results.iter().any(|r| r.severity == Severity::Fatal) || response.requirements.is_empty() {
                 break response;

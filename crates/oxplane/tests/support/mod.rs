@@ -176,7 +176,8 @@ impl Server {
         self.dir.path().join("kubeconfig")
     }
 
-    fn server_url(&self) -> String {
+    /// The `https://host:port` the kubeconfig points at.
+    pub fn server_url(&self) -> String {
         let config: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(self.kubeconfig()).unwrap()).unwrap();
         config["clusters"][0]["cluster"]["server"].as_str().unwrap().to_string()
@@ -315,30 +316,59 @@ impl Server {
     /// Every condition and event message of every object served that shows Rust debug
     /// formatting, as `<kind>/<name>: <message>`.
     pub fn debug_formatted_messages(&self) -> Vec<String> {
-        let Ok(kinds) = self.kubectl_try(&["api-resources", "--verbs=list", "-o", "name"], "") else { return Vec::new() };
+        debug_formatted(&self.every_object())
+    }
+
+    /// Every object the server serves a list of, in one kubectl call (`Null` if it cannot answer).
+    fn every_object(&self) -> serde_json::Value {
+        let Ok(kinds) = self.kubectl_try(&["api-resources", "--verbs=list", "-o", "name"], "") else { return serde_json::Value::Null };
         let kinds: Vec<&str> = kinds.lines().filter(|k| !k.is_empty()).collect();
         let out = self.run(&["get", &kinds.join(","), "-A", "-o", "json"], "");
-        let Ok(list) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else { return Vec::new() };
-        let mut found = Vec::new();
-        for item in list["items"].as_array().into_iter().flatten() {
-            let messages = item["status"]["conditions"].as_array().into_iter().flatten().map(|c| &c["message"]).chain([&item["message"], &item["note"]]);
-            for message in messages.filter_map(|m| m.as_str()) {
-                if DEBUG_FORMATTING.iter().any(|p| message.contains(p)) {
-                    found.push(format!("{}/{}: {message}", item["kind"].as_str().unwrap_or_default(), item["metadata"]["name"].as_str().unwrap_or_default()));
-                }
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    }
+
+    /// Secret values (of every Secret in `objects`, and the admin token) that the server's log
+    /// shows: none may, at any level.
+    fn secrets_in_log(&self, objects: &serde_json::Value) -> Vec<String> {
+        use base64::Engine;
+        let mut values: Vec<String> = std::fs::read_to_string(self.dir.path().join("admin.token")).into_iter().map(|t| t.trim().to_string()).collect();
+        for item in objects["items"].as_array().into_iter().flatten().filter(|i| i["kind"] == "Secret") {
+            for value in item["data"].as_object().into_iter().flatten().filter_map(|(_, v)| v.as_str()) {
+                let decoded = base64::engine::general_purpose::STANDARD.decode(value).ok().and_then(|b| String::from_utf8(b).ok());
+                values.extend(decoded);
             }
         }
-        found
+        let log = self.log();
+        // Short values ("true", "5432") say nothing about a leak and match by chance.
+        values.into_iter().filter(|v| v.len() >= 12 && log.contains(v.as_str())).collect()
     }
+}
+
+/// Condition messages, Event messages and notes among `objects` that show Rust's debug
+/// formatting.
+fn debug_formatted(objects: &serde_json::Value) -> Vec<String> {
+    let mut found = Vec::new();
+    for item in objects["items"].as_array().into_iter().flatten() {
+        let messages = item["status"]["conditions"].as_array().into_iter().flatten().map(|c| &c["message"]).chain([&item["message"], &item["note"]]);
+        for message in messages.filter_map(|m| m.as_str()) {
+            if DEBUG_FORMATTING.iter().any(|p| message.contains(p)) {
+                found.push(format!("{}/{}: {message}", item["kind"].as_str().unwrap_or_default(), item["metadata"]["name"].as_str().unwrap_or_default()));
+            }
+        }
+    }
+    found
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
         // Every end-to-end test checks, as it ends, that no message it caused shows Rust's
-        // debug formatting.
+        // debug formatting, and that its server's log shows no Secret's value.
         let running = self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)));
-        let found = if running && !std::thread::panicking() { self.debug_formatted_messages() } else { Vec::new() };
+        let objects = if running && !std::thread::panicking() { self.every_object() } else { serde_json::Value::Null };
         self.stop();
+        let found = debug_formatted(&objects);
         assert!(found.is_empty(), "messages show Rust debug formatting:\n{}", found.join("\n"));
+        let leaked = if objects.is_null() { Vec::new() } else { self.secrets_in_log(&objects) };
+        assert!(leaked.is_empty(), "the server's log shows secret values: {leaked:?}");
     }
 }

@@ -150,6 +150,13 @@ impl Writer {
     }
 
     fn commit(&mut self, batch: Vec<(Write, oneshot::Sender<StoreResult<WriteResult>>)>) {
+        let started = std::time::Instant::now();
+        let writes_in_batch = batch.len();
+        self.commit_batch(batch);
+        oxplane_metrics::global().store_commit(writes_in_batch, started.elapsed());
+    }
+
+    fn commit_batch(&mut self, batch: Vec<(Write, oneshot::Sender<StoreResult<WriteResult>>)>) {
         let first = self.next;
         let mut next = first;
         let (writes, replies): (Vec<Write>, Vec<_>) = batch.into_iter().unzip();
