@@ -10,6 +10,7 @@ mod conversion_webhooks;
 mod conformance;
 mod deletion;
 mod external_functions;
+mod function_parity;
 mod gc_crash;
 mod go_templating;
 mod kubectl_apply;

@@ -84,7 +84,8 @@ fn json_from_value(value: &prost_types::Value) -> Result<Value, ConversionError>
 }
 
 fn json_number(f: f64) -> Result<Value, ConversionError> {
-    if f.fract() == 0.0 && f.abs() <= MAX_EXACT_INTEGER {
+    // -0.0 has no integer form: it stays a double, so its sign survives the round trip.
+    if f.fract() == 0.0 && f.abs() <= MAX_EXACT_INTEGER && !(f == 0.0 && f.is_sign_negative()) {
         // Exact: |f| <= 2^53 fits an i64 without rounding.
         #[allow(clippy::cast_possible_truncation)]
         return Ok(Value::Number(Number::from(f as i64)));

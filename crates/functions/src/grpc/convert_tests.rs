@@ -8,13 +8,15 @@ use serde_json::{Value, json};
 use super::*;
 
 /// Any JSON the protocol carries: integers within a double's exact range, any finite
-/// fractional number, strings, booleans, null, nested arrays and objects.
+/// fractional number, -0.0, strings, booleans, null, nested arrays and objects.
 fn json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         (-(1i64 << 53)..=(1i64 << 53)).prop_map(|i| json!(i)),
         any::<f64>().prop_filter("finite fraction", |f| f.is_finite() && f.fract() != 0.0).prop_map(|f| json!(f)),
+        // The one whole double with no integer form.
+        Just(json!(-0.0)),
         ".{0,12}".prop_map(Value::String),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
