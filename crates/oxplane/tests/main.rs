@@ -15,6 +15,7 @@ mod gc_crash;
 mod go_templating;
 mod kubectl_apply;
 mod kubectl_lifecycle;
+mod kubectl_rbac;
 mod kubectl_resources;
 mod leader_election;
 mod managed_crash;
