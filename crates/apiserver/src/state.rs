@@ -44,6 +44,8 @@ pub struct AppState {
     pub extensions: crate::http::extensions::Extensions,
     /// How often watchers that allow bookmarks get one.
     pub bookmark_interval: Duration,
+    /// The audit log, if one is configured.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 impl AppState {
@@ -63,6 +65,7 @@ impl AppState {
             inflight: Default::default(),
             extensions: Default::default(),
             bookmark_interval: crate::http::watch::DEFAULT_BOOKMARK_INTERVAL,
+            audit: None,
         }
     }
 

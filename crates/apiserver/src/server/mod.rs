@@ -48,6 +48,8 @@ pub struct ServerConfig {
     /// An `EncryptionConfiguration` file (kube-apiserver's `--encryption-provider-config`);
     /// `None` uses the one generated in the data directory on first start.
     pub encryption_provider_config: Option<PathBuf>,
+    /// The audit log (`--audit-log-path` and its companions); `None` logs nothing.
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 impl ServerConfig {
@@ -64,6 +66,7 @@ impl ServerConfig {
             max_mutating_requests_inflight: http::inflight::DEFAULT_MUTATING,
             token_auth_file: None,
             encryption_provider_config: None,
+            audit: None,
         }
     }
 }
@@ -116,6 +119,9 @@ impl Server {
         state.inflight =
             Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
         state.bookmark_interval = config.watch_bookmark_interval;
+        if let Some(audit) = &config.audit {
+            state.audit = Some(Arc::new(crate::audit::Auditor::open(audit).map_err(ServeError::Startup)?));
+        }
         if let Some(file) = &config.token_auth_file {
             state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
         }
@@ -196,6 +202,7 @@ impl Server {
                         let certificate = tls.get_ref().1.peer_certificates().map(|chain| client_certs.check(chain));
                         let service = TowerToHyperService::new(tower::ServiceBuilder::new()
                             .map_request(move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                                request.extensions_mut().insert(crate::audit::SourceIp(peer.ip()));
                                 if let Some(certificate) = &certificate {
                                     request.extensions_mut().insert(certificate.clone());
                                 }
