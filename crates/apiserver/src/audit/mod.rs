@@ -235,6 +235,12 @@ pub async fn audit(State(state): State<Arc<AppState>>, mut request: Request, nex
     }
     let response = next.run(request).await;
     let code = response.status().as_u16();
+    // An impersonated request: `user` stays who authenticated, `impersonatedUser` is who it acted as.
+    if response.extensions().get::<crate::authn::Impersonator>().is_some()
+        && let Some(acting) = response.extensions().get::<UserInfo>()
+    {
+        event.insert("impersonatedUser".into(), serde_json::to_value(acting).unwrap_or(Value::Null));
+    }
     let stage = if target.watch && code < 300 { "ResponseStarted" } else { "ResponseComplete" };
     event.insert("stage".into(), json!(stage));
     let read_body = !target.watch && (code >= 400 || level >= Level::RequestResponse);
