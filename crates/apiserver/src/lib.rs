@@ -15,6 +15,7 @@
 //! JSONPath, tables, OpenAPI documents) lives in `oxplane-machinery` and is re-exported here
 //! under its old paths.
 
+pub mod audit;
 pub mod authn;
 pub mod authz;
 pub mod cache;

@@ -49,6 +49,8 @@ pub struct AppState {
     pub bookmark_interval: Duration,
     /// How long an Event is kept after it last happened (kube-apiserver's `--event-ttl`).
     pub event_ttl: Duration,
+    /// The audit log, if one is configured.
+    pub audit: Option<Arc<crate::audit::Auditor>>,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
             extensions: Default::default(),
             bookmark_interval: crate::http::watch::DEFAULT_BOOKMARK_INTERVAL,
             event_ttl: DEFAULT_EVENT_TTL,
+            audit: None,
         }
     }
 

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
+mod audit;
 mod cli;
 mod composition;
 mod conversion_webhooks;

@@ -60,6 +60,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::audit::audit))
         .layer(middleware::from_fn_with_state(state.clone(), count));
     Router::new()
         .route("/healthz", get(health::healthz))

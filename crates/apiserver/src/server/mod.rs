@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub encryption_provider_config: Option<PathBuf>,
     /// How long Events are kept after they last happened.
     pub event_ttl: std::time::Duration,
+    /// The audit log (`--audit-log-path` and its companions); `None` logs nothing.
+    pub audit: Option<crate::audit::AuditConfig>,
 }
 
 impl ServerConfig {
@@ -67,6 +69,7 @@ impl ServerConfig {
             token_auth_file: None,
             encryption_provider_config: None,
             event_ttl: crate::state::DEFAULT_EVENT_TTL,
+            audit: None,
         }
     }
 }
@@ -120,6 +123,9 @@ impl Server {
             Arc::new(http::inflight::InflightLimits::new(config.max_requests_inflight, config.max_mutating_requests_inflight));
         state.bookmark_interval = config.watch_bookmark_interval;
         state.event_ttl = config.event_ttl;
+        if let Some(audit) = &config.audit {
+            state.audit = Some(Arc::new(crate::audit::Auditor::open(audit).map_err(ServeError::Startup)?));
+        }
         if let Some(file) = &config.token_auth_file {
             state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
         }
@@ -203,6 +209,7 @@ impl Server {
                         let certificate = tls.get_ref().1.peer_certificates().map(|chain| client_certs.check(chain));
                         let service = TowerToHyperService::new(tower::ServiceBuilder::new()
                             .map_request(move |mut request: axum::http::Request<hyper::body::Incoming>| {
+                                request.extensions_mut().insert(crate::audit::SourceIp(peer.ip()));
                                 if let Some(certificate) = &certificate {
                                     request.extensions_mut().insert(certificate.clone());
                                 }
