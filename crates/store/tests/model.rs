@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use oxplane_store::etcd::EtcdStore;
+use oxplane_store::etcd::testing::{self, EtcdCluster};
 use oxplane_store::memory::MemoryStore;
 use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
 use oxplane_store::{
@@ -236,5 +238,20 @@ proptest! {
         let options = SqliteOptions { fsync: false, compaction: CompactionPolicy::disabled(), ..SqliteOptions::default() };
         let store = SqliteStore::open(dir.path(), options).unwrap();
         runtime().block_on(run(Arc::new(store), ops))?;
+    }
+}
+
+proptest! {
+    // Every case is a fresh prefix of a real 3-member etcd cluster, so fewer cases.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn etcd_matches_model(ops in prop::collection::vec(op(), 1..60)) {
+        let cluster = EtcdCluster::shared();
+        runtime().block_on(async {
+            let _exclusive = testing::exclusive().await;
+            let store = EtcdStore::open(cluster.options(&testing::unique_prefix("model"))).await.unwrap();
+            run(Arc::new(store), ops).await
+        })?;
     }
 }
