@@ -39,6 +39,11 @@ use crate::{
 /// The prefix used when none is configured.
 pub const DEFAULT_PREFIX: &str = "/oxplane";
 
+/// The largest answer (a range page, a batch of watch events) the client accepts. gRPC's
+/// default of 4 MiB is less than a page of the watch cache's first read, and etcd itself sends
+/// answers of any size.
+pub const MAX_MESSAGE_BYTES: usize = 512 * 1024 * 1024;
+
 /// Client certificates and the CA for an etcd served over TLS, all PEM.
 #[derive(Clone, Debug, Default)]
 pub struct EtcdTls {
@@ -77,7 +82,7 @@ impl EtcdOptions {
             tls: None,
             compaction: CompactionPolicy::default(),
             connect_timeout: Duration::from_secs(5),
-            request_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(5),
         }
     }
 }
@@ -137,7 +142,7 @@ impl EtcdStore {
         .await
         .map_err(|_| unavailable(format!("no answer within {:?}", options.connect_timeout)))?
         .map_err(|e| unavailable(e.to_string()))?;
-        let kv = client.kv_client();
+        let kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE_BYTES);
         let meta = format!("{prefix}/meta");
         let base = tokio::time::timeout(options.request_timeout, marker::claim(&kv, &prefix, &meta))
             .await

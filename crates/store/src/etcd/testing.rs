@@ -60,7 +60,13 @@ impl EtcdCluster {
 
     /// A private cluster of `members` members, stopped and removed when dropped.
     pub fn start(members: usize) -> EtcdCluster {
-        let dir = tempfile::Builder::new().prefix("oxplane-etcd-").tempdir_in(temp_root()).unwrap().keep();
+        EtcdCluster::start_in(&temp_root(), members)
+    }
+
+    /// A private cluster with its data in a new directory under `root` (benchmarks put it on
+    /// the disk they measure).
+    pub fn start_in(root: &Path, members: usize) -> EtcdCluster {
+        let dir = tempfile::Builder::new().prefix("oxplane-etcd-").tempdir_in(root).unwrap().keep();
         static COUNT: AtomicU64 = AtomicU64::new(0);
         let token = format!("oxplane-test-{}-{}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
         let members = (0..members)
@@ -148,6 +154,27 @@ impl EtcdCluster {
         self.wait_healthy(index);
     }
 
+    /// Kills every member with SIGKILL: the whole cluster is gone.
+    pub fn kill_all(&self) {
+        let count = self.members.lock().unwrap().len();
+        for i in 0..count {
+            self.kill(i);
+        }
+    }
+
+    /// Starts every killed member again and waits until all are healthy (one member alone has
+    /// no quorum, so they start together).
+    pub fn restart_all(&self) {
+        let stopped: Vec<usize> =
+            self.members.lock().unwrap().iter().enumerate().filter(|(_, m)| m.child.is_none()).map(|(i, _)| i).collect();
+        for &i in &stopped {
+            self.spawn(i, "existing");
+        }
+        for &i in &stopped {
+            self.wait_healthy(i);
+        }
+    }
+
     /// Stops the process with SIGKILL when this test process is gone, and removes the data.
     // The watchdog outlives this process by design: nobody is left to wait for it.
     #[allow(clippy::zombie_processes)]
@@ -180,10 +207,7 @@ impl Drop for EtcdCluster {
         if !self.owned {
             return;
         }
-        let count = self.members.lock().map(|m| m.len()).unwrap_or(0);
-        for i in 0..count {
-            self.kill(i);
-        }
+        self.kill_all();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

@@ -33,7 +33,8 @@ async fn open(inner: &Inner, key: &[u8], after: Revision) -> StoreResult<Stream>
         .with_range(prefix_end(key))
         .with_prev_key()
         .with_start_revision(inner.etcd_rev(after) + 1);
-    inner.client.watch_client().watch(key.to_vec(), Some(options)).await.map_err(|e| inner.err(e))
+    let mut client = inner.client.watch_client().max_decoding_message_size(super::MAX_MESSAGE_BYTES);
+    client.watch(key.to_vec(), Some(options)).await.map_err(|e| inner.err(e))
 }
 
 /// What one etcd watch response means.
