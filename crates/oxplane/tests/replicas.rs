@@ -104,7 +104,11 @@ fn controllers_run_on_one_replica_and_move_when_it_is_killed() {
     let lease = servers[follower].get(&["lease", "-n", "kube-system", "oxplane-controllers"]).unwrap();
     assert_eq!(lease["spec"]["holderIdentity"].as_str().unwrap(), format!("{}_{}", servers[leader].url(), servers[leader].pid()));
 
-    // The leader's controllers reconcile what is written through the follower.
+    // The leader's controllers reconcile what is written through the follower (once the
+    // leader has installed Crossplane's CRDs and the Provider).
+    within(Duration::from_secs(60), "the leader installs provider-nop", || {
+        servers[follower].kubectl_try(&["get", "provider", "provider-nop"], "").is_ok()
+    });
     servers[follower].kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "--timeout=60s"]);
     servers[follower].kubectl_stdin(&["apply", "-f", "-"], &NOP.replace("NAME", "before"));
     servers[follower].kubectl(&["wait", "--for=condition=Ready", "nopresource/before", "--timeout=60s"]);

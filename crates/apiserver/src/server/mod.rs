@@ -145,6 +145,9 @@ impl Server {
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
         crate::authz::bootstrap::ensure(&state).await.map_err(|e| ServeError::Startup(format!("creating the bootstrap RBAC roles: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
+        if matches!(config.store, StoreBackend::Etcd(_)) {
+            http::crds::follow_other_servers(&state);
+        }
         Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock })
     }
 
