@@ -32,6 +32,7 @@ pub mod registry;
 pub mod server;
 pub mod state;
 pub mod status;
+pub mod store_health;
 pub mod testing;
 pub mod webhooks;
 

@@ -51,6 +51,8 @@ pub struct AppState {
     pub event_ttl: Duration,
     /// The audit log, if one is configured.
     pub audit: Option<Arc<crate::audit::Auditor>>,
+    /// Whether the store answers (an etcd cluster can be lost while the server runs).
+    pub store_health: crate::store_health::StoreHealth,
 }
 
 impl AppState {
@@ -72,14 +74,24 @@ impl AppState {
             bookmark_interval: crate::http::watch::DEFAULT_BOOKMARK_INTERVAL,
             event_ttl: DEFAULT_EVENT_TTL,
             audit: None,
+            store_health: Default::default(),
         }
     }
 
     /// Brings the cache to the freshness a read asks for: unset means everything committed so
-    /// far, `0` whatever the cache holds, `N` at least revision N.
+    /// far, `0` whatever the cache holds, `N` at least revision N. While the store is
+    /// unreachable, "everything committed" is what the cache holds (the response says so:
+    /// [`crate::store_health`]).
     pub async fn ensure_fresh(&self, resource_version: Option<&str>) -> Result<(), ApiError> {
         match resource_version {
-            None => self.cache.sync().await.map_err(cache_error),
+            None if !self.store_health.is_reachable() => Ok(()),
+            None => match self.cache.sync().await {
+                Err(CacheError::Store(error @ StoreError::Unavailable { .. })) => {
+                    self.store_health.lost(&error.to_string());
+                    Ok(())
+                }
+                other => other.map_err(cache_error),
+            },
             Some("0") => Ok(()),
             Some(rv) => self.cache.wait_for(parse_revision(rv)?, FUTURE_WAIT).await.map_err(cache_error),
         }
@@ -108,6 +120,10 @@ pub fn store_error(error: StoreError) -> ApiError {
         StoreError::DiskFull(_) => {
             tracing::error!(%error, "write refused: disk full");
             ApiError::new(Reason::ServiceUnavailable, error.to_string())
+        }
+        StoreError::Unavailable { .. } => {
+            tracing::warn!(%error, "request refused: the store is unavailable");
+            ApiError::new(Reason::ServiceUnavailable, format!("{error}; retry later"))
         }
         other => {
             tracing::error!(error = %other, "store failure");

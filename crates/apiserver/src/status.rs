@@ -239,6 +239,10 @@ impl ApiError {
             "reason": self.reason.as_str(),
             "code": self.reason.code(),
         });
+        if self.reason == Reason::ServiceUnavailable {
+            // The retry hint clients read (client-go waits this long before retrying).
+            details.insert("retryAfterSeconds".into(), json!(1));
+        }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
         }
@@ -265,7 +269,7 @@ impl IntoResponse for ApiError {
         let body = self.to_status().to_string();
         let mut response = (code, body).into_response();
         response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if self.reason == Reason::TooManyRequests {
+        if matches!(self.reason, Reason::TooManyRequests | Reason::ServiceUnavailable) {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response

@@ -34,7 +34,7 @@ pub enum LogFormat {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the Kubernetes-compatible API on the embedded store, until SIGTERM or Ctrl-C.
+    /// Serve the Kubernetes-compatible API on the embedded store (or etcd), until SIGTERM or Ctrl-C.
     Up {
         /// Where the store, certificates, admin token and kubeconfig live
         /// [default: $OXPLANE_HOME, else ~/.oxplane].
@@ -93,7 +93,17 @@ pub enum Command {
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
+        /// The store.
+        #[command(flatten)]
+        store: crate::server_flags::StoreFlags,
+        /// Run Crossplane's controllers, providers and functions beside the API server; with
+        /// false, serve only the API (for `oxplane controllers` elsewhere).
+        #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+        controllers: bool,
     },
+    /// Run Crossplane's controllers, built-in providers and functions against any Kubernetes
+    /// API server (a real cluster, or another oxplane), through its API alone.
+    Controllers(crate::commands::controllers::ControllersArgs),
     /// Trace a claim, composite, managed resource or package: its tree of objects and why
     /// they are or are not ready.
     Trace(crate::commands::trace::TraceArgs),
@@ -165,6 +175,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             go_templating_dir,
             event_ttl,
             security,
+            store,
+            controllers,
         } => {
             anyhow::ensure!(
                 circuit_breaker_burst.is_finite() && circuit_breaker_burst >= 1.0,
@@ -187,13 +199,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             config.token_auth_file = token_auth_file;
             config.event_ttl = event_ttl;
             security.apply(&mut config);
+            config.store = store.backend()?;
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,
                 functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },
+                controllers,
             })
         }
         Command::Bench { which } => bench::run(which),
+        Command::Controllers(args) => crate::commands::controllers::run(args),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),

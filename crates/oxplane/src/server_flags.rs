@@ -1,9 +1,11 @@
-//! `oxplane up`'s flags for encryption at rest and the audit log, named as kube-apiserver names
-//! them.
+//! `oxplane up`'s flags for the store, encryption at rest and the audit log, named as
+//! kube-apiserver names them.
 
 use std::path::PathBuf;
 
-use oxplane_apiserver::server::ServerConfig;
+use anyhow::Context;
+use oxplane_apiserver::server::{ServerConfig, StoreBackend};
+use oxplane_store::etcd::{EtcdOptions, EtcdTls};
 
 /// Encryption at rest and audit flags of `oxplane up`.
 #[derive(Debug, clap::Args)]
@@ -45,5 +47,77 @@ impl SecurityFlags {
             },
             policy_file: self.audit_policy_file,
         });
+    }
+}
+
+/// Where `oxplane up` keeps its objects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StoreKind {
+    /// The embedded SQLite file in the data directory.
+    Sqlite,
+    /// Memory only: lost when the process ends (demos and tests).
+    Memory,
+    /// An etcd v3 cluster (`--etcd`), which several servers can share.
+    Etcd,
+}
+
+/// The store flags of `oxplane up`; the etcd ones are named as kube-apiserver's.
+#[derive(Debug, clap::Args)]
+pub struct StoreFlags {
+    /// The store [default: etcd when --etcd is given, else sqlite].
+    #[arg(long, value_enum, value_name = "KIND")]
+    store: Option<StoreKind>,
+    /// etcd client URLs, comma-separated (`http://` or `https://`).
+    #[arg(long, alias = "etcd-servers", value_name = "URL[,URL...]", value_delimiter = ',')]
+    etcd: Vec<String>,
+    /// Every key oxplane writes to etcd lives under this prefix.
+    #[arg(long, value_name = "PREFIX", default_value = oxplane_store::etcd::DEFAULT_PREFIX)]
+    etcd_prefix: String,
+    /// The CA that signed etcd's serving certificates (PEM).
+    #[arg(long, value_name = "FILE")]
+    etcd_cafile: Option<PathBuf>,
+    /// A client certificate for etcd (PEM), with --etcd-keyfile.
+    #[arg(long, value_name = "FILE", requires = "etcd_keyfile")]
+    etcd_certfile: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "etcd_certfile")]
+    etcd_keyfile: Option<PathBuf>,
+}
+
+impl StoreFlags {
+    /// The store the flags choose, with its files read.
+    pub fn backend(self) -> anyhow::Result<StoreBackend> {
+        let kind = self.store.unwrap_or(if self.etcd.is_empty() { StoreKind::Sqlite } else { StoreKind::Etcd });
+        let etcd_flags = !self.etcd.is_empty()
+            || self.etcd_cafile.is_some()
+            || self.etcd_certfile.is_some()
+            || self.etcd_prefix != oxplane_store::etcd::DEFAULT_PREFIX;
+        match kind {
+            StoreKind::Sqlite | StoreKind::Memory if etcd_flags => {
+                anyhow::bail!("--etcd flags need --store etcd (or no --store)")
+            }
+            StoreKind::Sqlite => Ok(StoreBackend::Sqlite),
+            StoreKind::Memory => Ok(StoreBackend::Memory),
+            StoreKind::Etcd => {
+                anyhow::ensure!(!self.etcd.is_empty(), "--store etcd needs --etcd URL[,URL...]");
+                for url in &self.etcd {
+                    anyhow::ensure!(
+                        url.starts_with("http://") || url.starts_with("https://"),
+                        "--etcd {url}: expected an http:// or https:// URL"
+                    );
+                }
+                let read = |path: &Option<PathBuf>| -> anyhow::Result<Option<Vec<u8>>> {
+                    path.as_ref()
+                        .map(|p| std::fs::read(p).with_context(|| format!("reading {}", p.display())))
+                        .transpose()
+                };
+                let tls = EtcdTls { ca: read(&self.etcd_cafile)?, cert: read(&self.etcd_certfile)?, key: read(&self.etcd_keyfile)? };
+                let secure = self.etcd.iter().any(|u| u.starts_with("https://"));
+                let mut options = EtcdOptions::new(self.etcd);
+                options.prefix = self.etcd_prefix;
+                options.tls = (secure || tls.ca.is_some() || tls.cert.is_some()).then_some(tls);
+                Ok(StoreBackend::Etcd(options))
+            }
+        }
     }
 }

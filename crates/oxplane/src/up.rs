@@ -1,12 +1,23 @@
-//! `oxplane up`: the API server on the embedded store, with Crossplane's core and the
-//! built-in providers and functions running beside it on an in-process client.
+//! `oxplane up`: the API server on its store, with Crossplane's core and the built-in
+//! providers and functions running beside it on an in-process client. On a shared store (etcd)
+//! any number of servers serve the API, while the controllers run on one of them at a time:
+//! the holder of the `kube-system/oxplane-controllers` Lease, elected with Kubernetes' timing.
+//! A server that loses the lease (to another server, or because the store is unreachable and it
+//! cannot renew) stops its controllers at once and campaigns again; it keeps serving the API.
 
 use std::time::Duration;
 
 use anyhow::Context;
-use oxplane_apiserver::server::{Server, ServerConfig};
+use oxplane_apiserver::server::{Server, ServerConfig, StoreBackend};
 use oxplane_composition::core::{Core, CoreOptions};
 use oxplane_runtime::Runtime;
+
+/// The Lease the servers on one store elect their controllers' leader through.
+const LEASE: &str = "oxplane-controllers";
+/// kube-controller-manager's defaults: a lease lasts 15 s and is renewed 5 s before it ends
+/// (its renew deadline of 10 s).
+const LEASE_SECONDS: u64 = 15;
+const LEASE_GRACE_SECONDS: u64 = 5;
 
 /// What `oxplane up` runs with.
 pub struct UpOptions {
@@ -22,6 +33,8 @@ pub struct UpOptions {
     pub circuit: oxplane_runtime::circuit::CircuitConfig,
     /// How built-in functions are configured.
     pub functions: oxplane_functions::builtin::BuiltinOptions,
+    /// Whether the controllers run here (false: the API only).
+    pub controllers: bool,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -36,6 +49,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             }
         };
         let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
+        let shared = matches!(options.server.store, StoreBackend::Etcd(_));
         let server = Server::start(options.server).await?;
         let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
         {
@@ -46,21 +60,85 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
             server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
-        let core = Core::start(
-            &controllers,
-            CoreOptions {
-                providers: oxplane_providers::catalog(),
-                functions: oxplane_functions::builtin::catalog(&options.functions),
-                function_tls_dir: Some(function_tls_dir),
-                install: options.providers,
-                reassert: options.reassert,
-                circuit: options.circuit,
-            },
-        )
-        .await
-        .context("starting Crossplane's core")?;
-        server.serve(shutdown).await?;
-        core.stop();
+        let core_options = move || CoreOptions {
+            providers: oxplane_providers::catalog(),
+            functions: oxplane_functions::builtin::catalog(&options.functions),
+            function_tls_dir: Some(function_tls_dir.clone()),
+            install: options.providers.clone(),
+            reassert: options.reassert,
+            circuit: options.circuit,
+        };
+        if !options.controllers {
+            server.serve(shutdown).await?;
+            return anyhow::Ok(());
+        }
+        if !shared {
+            let core = Core::start(&controllers, core_options()).await.context("starting Crossplane's core")?;
+            server.serve(shutdown).await?;
+            core.stop();
+            return anyhow::Ok(());
+        }
+        let identity = format!("{}_{}", server.url(), std::process::id());
+        let client = kube::Client::new(server.local_service(), "default");
+        let leader = tokio::spawn(lead(client, identity, controllers, core_options));
+        let served = server.serve(shutdown).await;
+        leader.abort();
+        served?;
         anyhow::Ok(())
     })
+}
+
+/// Campaigns for the controllers' Lease and runs the core while leading. On losing the lease
+/// the core stops before anything else, so it does not go on beside the new leader's, and the
+/// campaign goes on.
+async fn lead(client: kube::Client, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions) {
+    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, LEASE)
+        .with_namespace("kube-system")
+        .with_identity(identity.clone())
+        .with_duration(LEASE_SECONDS)
+        .with_grace(LEASE_GRACE_SECONDS)
+        .build()
+        .await;
+    let manager = match manager {
+        Ok(manager) => manager,
+        Err(error) => fail(&format!("cannot campaign for the controllers' lease: {error}")),
+    };
+    let (mut leading, _campaign) = manager.watch().await;
+    loop {
+        while !*leading.borrow_and_update() {
+            if leading.changed().await.is_err() {
+                fail("the controllers' lease campaign ended");
+            }
+        }
+        tracing::info!(%identity, "leading: starting the controllers");
+        let started = tokio::select! {
+            started = Core::start(&controllers, options()) => started,
+            _ = leading.wait_for(|leads| !*leads) => {
+                tracing::warn!("lost the controllers' lease while starting them");
+                continue;
+            }
+        };
+        let core = match started {
+            Ok(core) => core,
+            Err(error) => {
+                // The store may be briefly unreachable: try again while still leading.
+                tracing::error!(%error, "starting Crossplane's core failed; retrying");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                continue;
+            }
+        };
+        if leading.wait_for(|leads| !*leads).await.is_err() {
+            core.stop();
+            fail("the controllers' lease campaign ended");
+        }
+        core.stop();
+        drop(core);
+        tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");
+    }
+}
+
+fn fail(message: &str) -> ! {
+    tracing::error!("{message}");
+    eprintln!("error: {message}");
+    std::process::exit(1);
 }

@@ -60,6 +60,15 @@ pub enum StoreError {
     /// The disk is full: the write was not applied; everything acknowledged before is intact.
     #[error("disk full: the write was not applied ({0}); free space and retry")]
     DiskFull(String),
+    /// The store's server (etcd) cannot be reached or did not answer in time; nothing is
+    /// known to have been written. Retrying later may succeed.
+    #[error("etcd at {endpoints} is unavailable: {cause}")]
+    Unavailable {
+        /// The endpoints tried.
+        endpoints: String,
+        /// What failed.
+        cause: String,
+    },
     /// The store has been closed.
     #[error("the store is closed")]
     Closed,

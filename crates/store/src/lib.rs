@@ -8,14 +8,16 @@
 //! - watches that replay every change after a revision, in order, with no gap and no duplicate;
 //! - compaction of superseded history, manual and automatic.
 //!
-//! Backends: [`sqlite::SqliteStore`] (durable, the embedded default) and
-//! [`memory::MemoryStore`] (for unit tests of the layers above). [`conformance`] is the test
+//! Backends: [`sqlite::SqliteStore`] (durable, the embedded default), [`etcd::EtcdStore`]
+//! (an etcd v3 cluster, shared by several processes) and [`memory::MemoryStore`] (for unit
+//! tests of the layers above and demos). [`conformance`] is the test
 //! suite every backend must pass.
 
 pub mod compaction;
 pub mod conformance;
 mod continuation;
 mod error;
+pub mod etcd;
 mod lock;
 pub mod memory;
 pub mod sqlite;

@@ -19,7 +19,7 @@ const BROADCAST_CAPACITY: usize = 1024;
 /// How many events one history read returns.
 const HISTORY_PAGE: usize = 1000;
 /// How many batches a watcher's consumer may have pending before the watch waits for it.
-const CONSUMER_QUEUE: usize = 64;
+pub(crate) const CONSUMER_QUEUE: usize = 64;
 
 /// A backend's committed history, read in revision order.
 pub(crate) trait History: Send + Sync + 'static {
@@ -89,6 +89,11 @@ impl std::fmt::Debug for Watcher {
 }
 
 impl Watcher {
+    /// A watch fed by a backend's own task through `rx` (the etcd backend's watches).
+    pub(crate) fn from_channel(rx: mpsc::Receiver<StoreResult<Vec<Event>>>) -> Watcher {
+        Watcher { rx, pending: Vec::new().into_iter(), transform: None }
+    }
+
     /// The same watch with `transform` applied to every event it delivers, in the consumer's
     /// task (no extra hop): a store wrapper that changes values on the way out (decryption)
     /// uses it. A transform's error ends the watch like any other error.
@@ -158,7 +163,7 @@ pub(crate) async fn start(
         tx,
     };
     tokio::spawn(task.run(published, live, first));
-    Ok(Watcher { rx, pending: Vec::new().into_iter(), transform: None })
+    Ok(Watcher::from_channel(rx))
 }
 
 struct WatchTask {

@@ -17,3 +17,9 @@ mod sqlite {
 
     oxplane_store::conformance_suite!(open());
 }
+
+mod etcd {
+    // A fresh prefix of the process's shared 3-member etcd cluster per check; the checks run
+    // one at a time, since etcd's revision counter is shared by every prefix.
+    oxplane_store::conformance_suite!(oxplane_store::etcd::testing::fresh_store("conformance"));
+}

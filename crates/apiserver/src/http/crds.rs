@@ -48,3 +48,56 @@ pub async fn establish_all(state: &AppState) -> Result<(), ApiError> {
     }
     Ok(())
 }
+
+/// Serves the CRDs that other servers on the same store write. The server that stores a CRD
+/// serves it in the request (above); every other server learns of it from its watch cache,
+/// fed by the shared store's watch, and serves or stops serving it here. Their status is the
+/// writing server's to set.
+pub fn follow_other_servers(state: &std::sync::Arc<AppState>) {
+    use crate::cache::{EventType, Live};
+    use tokio::sync::broadcast::error::RecvError;
+
+    let weak = std::sync::Arc::downgrade(state);
+    tokio::spawn(async move {
+        loop {
+            let Some(state) = weak.upgrade() else { return };
+            let mut watch = match state.cache.watch(crd::CRD_PREFIX, None) {
+                Ok(watch) => watch,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot follow stored CRDs; retrying");
+                    drop(state);
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            };
+            let serve = |state: &AppState, key: &str, kind: EventType, object: &Value| {
+                let Some(name) = key.strip_prefix(crd::CRD_PREFIX) else { return };
+                match kind {
+                    EventType::Deleted => state.registry.remove_custom(name),
+                    EventType::Added | EventType::Modified if crd::validate(object).is_empty() => {
+                        if let Err(conflict) = state.registry.set_custom(name, crd::resources(object)) {
+                            tracing::warn!(crd = name, conflict, "a stored CRD cannot be served");
+                        }
+                    }
+                    EventType::Added | EventType::Modified => {}
+                }
+            };
+            for event in &watch.initial {
+                serve(&state, &event.key, event.kind, &event.object);
+            }
+            drop(state);
+            loop {
+                match watch.live.recv().await {
+                    Ok(Live::Event(event)) if event.key.starts_with(crd::CRD_PREFIX) => {
+                        let Some(state) = weak.upgrade() else { return };
+                        serve(&state, &event.key, event.kind, &event.object);
+                    }
+                    Ok(Live::Event(_)) => {}
+                    // Missed events: start over from the cache's current CRDs.
+                    Ok(Live::Reset) | Err(RecvError::Lagged(_)) => break,
+                    Err(RecvError::Closed) => return,
+                }
+            }
+        }
+    });
+}

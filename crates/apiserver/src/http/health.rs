@@ -22,10 +22,12 @@ pub(super) async fn livez() -> &'static str {
 }
 
 pub(super) async fn readyz(State(state): State<Arc<AppState>>) -> (StatusCode, &'static str) {
-    if state.ready.load(Ordering::SeqCst) {
-        (StatusCode::OK, "ok")
-    } else {
+    if !state.ready.load(Ordering::SeqCst) {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    } else if !state.store_health.is_reachable() {
+        (StatusCode::SERVICE_UNAVAILABLE, "store unreachable")
+    } else {
+        (StatusCode::OK, "ok")
     }
 }
 

@@ -58,6 +58,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))
         .layer(middleware::from_fn_with_state(state.inflight.clone(), inflight::limit))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::store_health::warn_stale_reads))
         .layer(middleware::from_fn_with_state(state.clone(), authorize))
         .layer(middleware::from_fn_with_state(state.clone(), authenticate))
         .layer(middleware::from_fn_with_state(state.clone(), crate::audit::audit))

@@ -27,6 +27,15 @@ pub fn ensure_token(dir: &Path) -> Result<String, ServeError> {
     Ok(token)
 }
 
+/// Makes `token` the admin token in `dir` (a token shared by the servers on one store).
+pub fn install_token(dir: &Path, token: &str) -> Result<(), ServeError> {
+    let path = dir.join(TOKEN_FILE);
+    if std::fs::read_to_string(&path).ok().as_deref().map(str::trim) == Some(token) {
+        return Ok(());
+    }
+    super::files::write_private(&path, token.as_bytes(), true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,6 +5,7 @@ pub mod auth;
 mod files;
 pub(crate) use files::write_private;
 pub mod kubeconfig;
+pub mod shared;
 pub mod tls;
 
 use std::net::{IpAddr, SocketAddr};
@@ -15,8 +16,10 @@ use std::sync::atomic::Ordering;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
+use oxplane_store::etcd::{EtcdOptions, EtcdStore};
+use oxplane_store::memory::MemoryStore;
 use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
-use oxplane_store::Store;
+use oxplane_store::{DirLock, Store};
 use tokio::net::TcpListener;
 
 use crate::ServeError;
@@ -52,6 +55,20 @@ pub struct ServerConfig {
     pub event_ttl: std::time::Duration,
     /// The audit log (`--audit-log-path` and its companions); `None` logs nothing.
     pub audit: Option<crate::audit::AuditConfig>,
+    /// Where objects are stored.
+    pub store: StoreBackend,
+}
+
+/// The store `oxplane up` keeps objects in.
+#[derive(Clone, Debug, Default)]
+pub enum StoreBackend {
+    /// The embedded SQLite file in the data directory (the default).
+    #[default]
+    Sqlite,
+    /// Memory only: everything is lost when the process ends (demos and tests).
+    Memory,
+    /// An etcd cluster, which several servers can share.
+    Etcd(EtcdOptions),
 }
 
 impl ServerConfig {
@@ -70,6 +87,7 @@ impl ServerConfig {
             encryption_provider_config: None,
             event_ttl: crate::state::DEFAULT_EVENT_TTL,
             audit: None,
+            store: StoreBackend::Sqlite,
         }
     }
 }
@@ -90,6 +108,8 @@ pub struct Server {
     local: SocketAddr,
     certs: tls::Certificates,
     token: String,
+    /// The data directory's lock when the store does not hold it (memory, etcd).
+    _lock: Option<DirLock>,
 }
 
 impl Server {
@@ -98,17 +118,18 @@ impl Server {
     pub async fn start(config: ServerConfig) -> Result<Server, ServeError> {
         let dir = config.data_dir.clone();
         oxplane_store::create_private_dir(&dir)?;
-        let store_dir = dir.clone();
-        let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
-            .await
-            .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
+        let (store, lock) = open_store(&dir, &config.store).await?;
         let encryption = Encryption::load(config.encryption_provider_config.as_deref(), &dir)?;
-        let store = EncryptedStore::new(Arc::new(store), encryption);
+        let store = EncryptedStore::new(store, encryption);
         let rewritten = store.rewrite_stale().await?;
         if rewritten > 0 {
             tracing::info!(rewritten, "stored values rewritten with the current encryption key");
         }
         let store: Arc<dyn Store> = Arc::new(store);
+        if matches!(config.store, StoreBackend::Etcd(_)) {
+            // Several servers may share this store: one CA and admin token for all.
+            shared::adopt(&*store, &dir).await?;
+        }
 
         let listener = TcpListener::bind(&config.listen)
             .await
@@ -130,13 +151,17 @@ impl Server {
             state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
         }
         let state = Arc::new(state);
+        crate::store_health::spawn_probe(&state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;
         crate::authz::bootstrap::ensure(&state).await.map_err(|e| ServeError::Startup(format!("creating the bootstrap RBAC roles: {e}")))?;
         http::seed::kubernetes_service(&state, local)
             .await
             .map_err(|e| ServeError::Startup(format!("writing the kubernetes Service: {e}")))?;
         http::crds::establish_all(&state).await.map_err(|e| ServeError::Startup(format!("serving stored CRDs: {e}")))?;
-        Ok(Server { dir, store, state, listener, local, certs, token })
+        if matches!(config.store, StoreBackend::Etcd(_)) {
+            http::crds::follow_other_servers(&state);
+        }
+        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock })
     }
 
     /// The shared server state (for in-process users such as benchmarks).
@@ -163,7 +188,7 @@ impl Server {
 
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
-        let Server { dir, store, state, listener, local, certs, token } = self;
+        let Server { dir, store, state, listener, local, certs, token, _lock } = self;
         let client_certs = crate::authn::CertificateAuthenticator::new(&certs.ca_pem).map_err(ServeError::Tls)?;
         let tls_config = tls::server_config(&certs, client_certs.tls_verifier())?;
         let _controllers = crate::controllers::start(&state);
@@ -266,6 +291,24 @@ where
         let request = axum::http::Request::from_parts(parts, axum::body::Body::new(body));
         tower::Service::call(&mut self.router, request)
     }
+}
+
+/// Opens the configured store; the data directory's lock too when the store does not take it.
+async fn open_store(dir: &std::path::Path, backend: &StoreBackend) -> Result<(Arc<dyn Store>, Option<DirLock>), ServeError> {
+    Ok(match backend {
+        StoreBackend::Sqlite => {
+            let store_dir = dir.to_path_buf();
+            let store = tokio::task::spawn_blocking(move || SqliteStore::open(&store_dir, SqliteOptions::default()))
+                .await
+                .map_err(|e| ServeError::Startup(format!("store open task failed: {e}")))??;
+            (Arc::new(store), None)
+        }
+        StoreBackend::Memory => (Arc::new(MemoryStore::new(Default::default())), Some(DirLock::acquire(dir)?)),
+        StoreBackend::Etcd(options) => {
+            let lock = DirLock::acquire(dir)?;
+            (Arc::new(EtcdStore::open(options.clone()).await?), Some(lock))
+        }
+    })
 }
 
 /// The names the serving certificate covers: loopback always, plus the listen address.

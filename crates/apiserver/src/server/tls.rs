@@ -28,7 +28,8 @@ const SERVER_KEY: &str = "server.key";
 const SERVER_NAMES: &str = "server.names";
 
 /// Loads the certificates from `dir/pki`, generating them when missing or when the serving
-/// certificate does not cover `names` (host names and IP addresses clients will use).
+/// certificate does not cover `names` (host names and IP addresses clients will use). An
+/// existing CA is kept, so kubeconfigs made before stay valid.
 pub fn ensure(dir: &Path, names: &[String]) -> Result<Certificates, ServeError> {
     let pki = dir.join("pki");
     let path = |f: &str| -> PathBuf { pki.join(f) };
@@ -40,30 +41,71 @@ pub fn ensure(dir: &Path, names: &[String]) -> Result<Certificates, ServeError> 
         };
         return Ok(Certificates { ca_pem: read(CA_CERT)?, cert_pem: read(SERVER_CERT)?, key_pem: read(SERVER_KEY)? });
     }
-    let generated = generate(names)?;
-    std::fs::create_dir_all(&pki).map_err(|e| ServeError::io(format!("creating {}", pki.display()), e))?;
+    let (ca_pem, ca_key_pem) = ensure_ca(dir)?;
+    let generated = serving_certificate(&ca_pem, &ca_key_pem, names)?;
     for (file, contents, private) in [
-        (CA_CERT, generated.0.ca_pem.as_str(), false),
-        (CA_KEY, generated.1.as_str(), true),
-        (SERVER_CERT, generated.0.cert_pem.as_str(), false),
-        (SERVER_KEY, generated.0.key_pem.as_str(), true),
+        (SERVER_CERT, generated.cert_pem.as_str(), false),
+        (SERVER_KEY, generated.key_pem.as_str(), true),
         (SERVER_NAMES, wanted.as_str(), false),
     ] {
         super::files::write_private(&path(file), contents.as_bytes(), private)?;
     }
-    tracing::info!(dir = %pki.display(), "generated a CA and a serving certificate");
-    Ok(generated.0)
+    tracing::info!(dir = %pki.display(), "issued a serving certificate");
+    Ok(generated)
 }
 
 /// A new CA and a serving certificate it signed for `names` (DNS names or IP addresses), kept
 /// in memory only: what a webhook server oxplane starts (or a test starts) serves with, its CA
 /// going into the configuration's `caBundle`.
 pub fn generate_serving(names: &[String]) -> Result<Certificates, ServeError> {
-    generate(names).map(|(certs, _)| certs)
+    let (ca_pem, ca_key_pem) = generate_ca()?;
+    serving_certificate(&ca_pem, &ca_key_pem, names)
 }
 
-/// Generates a CA and a serving certificate for `names`; also returns the CA key.
-fn generate(names: &[String]) -> Result<(Certificates, String), ServeError> {
+/// The CA certificate and key (PEM) in `dir/pki`, generated when missing.
+pub fn ensure_ca(dir: &Path) -> Result<(String, String), ServeError> {
+    let pki = dir.join("pki");
+    if let (Ok(cert), Ok(key)) =
+        (std::fs::read_to_string(pki.join(CA_CERT)), std::fs::read_to_string(pki.join(CA_KEY)))
+    {
+        return Ok((cert, key));
+    }
+    let (cert, key) = generate_ca()?;
+    install_ca(dir, &cert, &key)?;
+    tracing::info!(dir = %pki.display(), "generated a CA");
+    Ok((cert, key))
+}
+
+/// Makes `cert` and `key` the CA in `dir/pki`; a serving certificate signed by another CA is
+/// reissued at the next [`ensure`].
+pub fn install_ca(dir: &Path, cert: &str, key: &str) -> Result<(), ServeError> {
+    let pki = dir.join("pki");
+    std::fs::create_dir_all(&pki).map_err(|e| ServeError::io(format!("creating {}", pki.display()), e))?;
+    if std::fs::read_to_string(pki.join(CA_CERT)).ok().as_deref() == Some(cert)
+        && std::fs::read_to_string(pki.join(CA_KEY)).ok().as_deref() == Some(key)
+    {
+        return Ok(());
+    }
+    let _ = std::fs::remove_file(pki.join(SERVER_NAMES));
+    super::files::write_private(&pki.join(CA_CERT), cert.as_bytes(), false)?;
+    super::files::write_private(&pki.join(CA_KEY), key.as_bytes(), true)
+}
+
+/// A serving certificate for `names` signed by the CA.
+fn serving_certificate(ca_pem: &str, ca_key_pem: &str, names: &[String]) -> Result<Certificates, ServeError> {
+    let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
+    let issuer = Issuer::from_ca_cert_pem(ca_pem, KeyPair::from_pem(ca_key_pem).map_err(tls)?).map_err(tls)?;
+    let key = KeyPair::generate().map_err(tls)?;
+    let mut server = CertificateParams::new(names.to_vec()).map_err(tls)?;
+    server.distinguished_name.push(DnType::CommonName, "oxplane");
+    server.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = server.signed_by(&key, &issuer).map_err(tls)?;
+    Ok(Certificates { ca_pem: ca_pem.to_string(), cert_pem: cert.pem(), key_pem: key.serialize_pem() })
+}
+
+/// Generates a CA: its certificate and key, PEM.
+fn generate_ca() -> Result<(String, String), ServeError> {
     let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
     let ca_key = KeyPair::generate().map_err(tls)?;
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
@@ -71,17 +113,7 @@ fn generate(names: &[String]) -> Result<(Certificates, String), ServeError> {
     ca.distinguished_name.push(DnType::CommonName, "oxplane-ca");
     ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
     let ca_cert = ca.self_signed(&ca_key).map_err(tls)?;
-    let ca_pem = ca_cert.pem();
-    let ca_key_pem = ca_key.serialize_pem();
-    let issuer = Issuer::new(ca, ca_key);
-
-    let key = KeyPair::generate().map_err(tls)?;
-    let mut server = CertificateParams::new(names.to_vec()).map_err(tls)?;
-    server.distinguished_name.push(DnType::CommonName, "oxplane");
-    server.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = server.signed_by(&key, &issuer).map_err(tls)?;
-    Ok((Certificates { ca_pem, cert_pem: cert.pem(), key_pem: key.serialize_pem() }, ca_key_pem))
+    Ok((ca_cert.pem(), ca_key.serialize_pem()))
 }
 
 /// A rustls server configuration serving HTTP/2 and HTTP/1.1 with the serving certificate,

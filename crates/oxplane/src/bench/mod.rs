@@ -6,6 +6,7 @@ mod compose;
 mod mr;
 mod process;
 mod store;
+mod store_etcd;
 
 use std::time::Duration;
 
@@ -15,7 +16,8 @@ use serde::Serialize;
 /// The benchmarks.
 #[derive(Debug, Subcommand)]
 pub enum Which {
-    /// The durable store: group-committed writes against plain SQLite, range and watch.
+    /// The durable store: group-committed writes against plain SQLite, range and watch; with
+    /// `--store etcd`, the etcd store against raw etcd.
     Store(store::Args),
     /// The API server over HTTPS beside the raw store, watch fan-out, and CRD scale.
     Api(api::Args),

@@ -26,18 +26,32 @@ pub struct Args {
     /// afterwards). Defaults to the system's temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// The store to measure: sqlite (beside plain SQLite), or etcd (beside raw etcd).
+    #[arg(long, value_enum, default_value = "sqlite")]
+    store: crate::server_flags::StoreKind,
+    /// etcd client URLs for `--store etcd`; without them a private 3-member cluster is started.
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    etcd: Vec<String>,
 }
 
-const VALUE_SIZE: usize = 1024;
-const RANGE_KEYS: usize = 10_000;
+pub(super) const VALUE_SIZE: usize = 1024;
+pub(super) const RANGE_KEYS: usize = 10_000;
 
 /// Runs the benchmark.
 pub fn run(args: Args) -> anyhow::Result<()> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let tmp = tempfile::Builder::new().prefix("oxplane-bench-").tempdir_in(&base)?;
     let phase = Duration::from_secs_f64(args.seconds);
-    let runtime = tokio::runtime::Runtime::new()?;
     let mut report = Report::new("store");
+    match args.store {
+        crate::server_flags::StoreKind::Sqlite => {}
+        crate::server_flags::StoreKind::Etcd => {
+            super::store_etcd::run(&mut report, args.etcd, tmp.path(), phase)?;
+            return report.print(args.json);
+        }
+        crate::server_flags::StoreKind::Memory => anyhow::bail!("bench store measures sqlite or etcd"),
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
 
     report.add("disk_fsync_p50_ms", raw_fsync_p50_ms(&tmp.path().join("fsync-probe"))?, "ms");
     let baseline = plain_sqlite_baseline(&tmp.path().join("baseline.db"), phase)?;
@@ -120,23 +134,39 @@ fn plain_sqlite_baseline(path: &std::path::Path, phase: Duration) -> anyhow::Res
 }
 
 /// Durable creates of 1 KiB values by `writers` concurrent writers for `phase`.
-pub(super) async fn concurrent_writes(store: &Arc<SqliteStore>, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
+pub(super) async fn concurrent_writes<S: Store>(store: &Arc<S>, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
     let value = Bytes::from(vec![b'x'; VALUE_SIZE]);
+    let store = store.clone();
+    timed_writers(writers, phase, move |w, i| {
+        let (store, value) = (store.clone(), value.clone());
+        async move {
+            match store.write(Write::Create { key: format!("/bench/w{writers}/{w}/{i}"), value }).await? {
+                WriteResult::Committed(_) => Ok(()),
+                WriteResult::Rejected { .. } => anyhow::bail!("benchmark keys are unique"),
+            }
+        }
+    })
+    .await
+}
+
+/// Runs `writers` concurrent writers for `phase`, each calling `write(writer, n)` for its n-th
+/// write, timing every one.
+pub(super) async fn timed_writers<F, Fut>(writers: usize, phase: Duration, write: F) -> anyhow::Result<Throughput>
+where
+    F: Fn(usize, u64) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = anyhow::Result<()>> + Send,
+{
     let start = Instant::now();
     let mut tasks = Vec::new();
     for w in 0..writers {
-        let store = store.clone();
-        let value = value.clone();
+        let write = write.clone();
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::new();
             let mut i = 0u64;
             while start.elapsed() < phase {
-                let key = format!("/bench/w{writers}/{w}/{i}");
                 let t = Instant::now();
-                match store.write(Write::Create { key, value: value.clone() }).await? {
-                    WriteResult::Committed(_) => latencies.push(t.elapsed()),
-                    WriteResult::Rejected { .. } => anyhow::bail!("benchmark keys are unique"),
-                }
+                write(w, i).await?;
+                latencies.push(t.elapsed());
                 i += 1;
             }
             anyhow::Ok(latencies)
@@ -153,21 +183,7 @@ pub(super) async fn concurrent_writes(store: &Arc<SqliteStore>, writers: usize, 
 /// Writes 10,000 keys, then times full ranges over them and a watch replaying their creation.
 async fn range_and_replay(store: &Arc<SqliteStore>) -> anyhow::Result<(f64, f64)> {
     let before = store.current_revision().await?;
-    let value = Bytes::from(vec![b'x'; VALUE_SIZE]);
-    let mut tasks = Vec::new();
-    for w in 0..64 {
-        let store = store.clone();
-        let value = value.clone();
-        tasks.push(tokio::spawn(async move {
-            for i in (w..RANGE_KEYS).step_by(64) {
-                store.write(Write::Create { key: format!("/bench/range/{i:05}"), value: value.clone() }).await?;
-            }
-            anyhow::Ok(())
-        }));
-    }
-    for task in tasks {
-        task.await??;
-    }
+    fill_range(store).await?;
     let range_ms = super::median_of_five_ms(|| async {
         let response = store.range(RangeRequest { prefix: "/bench/range/".into(), ..Default::default() }).await?;
         anyhow::ensure!(response.kvs.len() == RANGE_KEYS, "range returned {} keys", response.kvs.len());
@@ -183,6 +199,26 @@ async fn range_and_replay(store: &Arc<SqliteStore>) -> anyhow::Result<(f64, f64)
     }
     let replay_per_s = seen as f64 / t.elapsed().as_secs_f64();
     Ok((range_ms, replay_per_s))
+}
+
+/// Writes the 10,000 keys the range figures read, from 64 writers.
+pub(super) async fn fill_range<S: Store>(store: &Arc<S>) -> anyhow::Result<()> {
+    let value = Bytes::from(vec![b'x'; VALUE_SIZE]);
+    let mut tasks = Vec::new();
+    for w in 0..64 {
+        let store = store.clone();
+        let value = value.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in (w..RANGE_KEYS).step_by(64) {
+                store.write(Write::Create { key: format!("/bench/range/{i:05}"), value: value.clone() }).await?;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
 }
 
 /// Events per second delivered to a live watcher while 64 writers write.

@@ -2,6 +2,7 @@
 //! flags (a clap `Args` struct) and its output, and talks to the API server through the user's
 //! kubeconfig or works offline on files.
 
+pub mod controllers;
 pub mod function;
 pub mod kube;
 pub mod load;

@@ -176,6 +176,24 @@ impl Server {
         self.dir.path().join("kubeconfig")
     }
 
+    /// Kills the server with SIGKILL and leaves it dead.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The process id of the running server.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(|c| c.id()).unwrap_or(0)
+    }
+
+    /// The URL the server serves on.
+    pub fn url(&self) -> String {
+        self.server_url()
+    }
+
     /// The `https://host:port` the kubeconfig points at.
     pub fn server_url(&self) -> String {
         let config: serde_json::Value =
@@ -261,6 +279,47 @@ impl Server {
         let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
         (code.trim().parse().unwrap_or(0), body.to_string())
     }
+}
+
+impl Server {
+    /// Sends a request with the admin token; returns (status, response headers, body).
+    pub fn curl(&self, method: &str, path: &str, body: Option<&str>) -> (u16, String, String) {
+        let config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(self.kubeconfig()).unwrap()).unwrap();
+        let token = config["users"][0]["user"]["token"].as_str().unwrap().to_string();
+        let ca = self.dir.path().join("pki").join("ca.crt");
+        let headers = self.dir.path().join("curl-headers");
+        let mut command = Command::new("curl");
+        command
+            .args(["-s", "-X", method, "--cacert"])
+            .arg(&ca)
+            .arg("-D")
+            .arg(&headers)
+            .args(["-H", &format!("Authorization: Bearer {token}"), "-H", "Content-Type: application/json"])
+            .args(["-w", "\n%{http_code}", "--max-time", "30"]);
+        if let Some(body) = body {
+            command.args(["--data-binary", body]);
+        }
+        let out = command.arg(format!("{}{path}", self.server_url())).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
+        let headers = std::fs::read_to_string(&headers).unwrap_or_default();
+        (code.trim().parse().unwrap_or(0), headers, body.to_string())
+    }
+}
+
+/// Writes an `EncryptionConfiguration` with one fixed AES-GCM key into `dir` and returns its
+/// path: servers sharing one etcd must all read each other's Secrets, as kube-apiservers do.
+pub fn shared_encryption_config(dir: &Path) -> String {
+    let path = dir.join("encryption.json");
+    let config = serde_json::json!({
+        "apiVersion": "apiserver.config.k8s.io/v1",
+        "kind": "EncryptionConfiguration",
+        "resources": [{"resources": ["secrets"], "providers": [{"aesgcm": {"keys": [
+            {"name": "shared", "secret": "c2hhcmVkLWtleS1zaGFyZWQta2V5LXNoYXJlZC1rZXk="}
+        ]}}]}],
+    });
+    std::fs::write(&path, config.to_string()).unwrap();
+    path.display().to_string()
 }
 
 /// Sends SIGTERM to `child` and waits up to `limit` for it to exit; its exit status, or `None`

@@ -1,0 +1,136 @@
+//! `oxplane up` on etcd: objects live in the etcd cluster (so they outlive the process and its
+//! data directory), an unreachable etcd is a clear start-up error, and an etcd lost while
+//! serving refuses writes with 503, keeps reads going from the cache, and comes back by itself.
+
+use crate::support;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use oxplane_store::etcd::testing::{self, EtcdCluster};
+use support::{Server, within};
+
+fn etcd_args(cluster: &EtcdCluster, prefix: &str, encryption: &str) -> Vec<String> {
+    let mut args = vec!["--etcd".to_string(), cluster.endpoints().join(","), "--etcd-prefix".into(), prefix.into()];
+    args.extend(["--encryption-provider-config".to_string(), encryption.to_string()]);
+    args
+}
+
+fn start_on(cluster: &EtcdCluster, prefix: &str) -> Server {
+    static CONFIG: std::sync::OnceLock<(tempfile::TempDir, String)> = std::sync::OnceLock::new();
+    let (_, encryption) = CONFIG.get_or_init(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let path = support::shared_encryption_config(dir.path());
+        (dir, path)
+    });
+    let args = etcd_args(cluster, prefix, encryption);
+    Server::start_with(&args.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[test]
+fn objects_live_in_etcd_and_outlive_the_process() {
+    let cluster = EtcdCluster::shared();
+    let prefix = testing::unique_prefix("up");
+    let mut first = start_on(cluster, &prefix);
+    first.kubectl(&["create", "configmap", "kept", "--from-literal=color=blue"]);
+    first.stop();
+    // Another process, another data directory (the same encryption key, as a second server
+    // on the store needs): only etcd holds the object.
+    let second = start_on(cluster, &prefix);
+    let got = second.get(&["configmap", "kept"]).expect("the configmap is in etcd");
+    assert_eq!(got["data"]["color"], "blue");
+    // A third on another prefix of the same etcd sees none of it.
+    let other = start_on(cluster, &testing::unique_prefix("up-other"));
+    assert!(other.get(&["configmap", "kept"]).is_none());
+}
+
+#[test]
+fn an_unreachable_etcd_at_start_exits_naming_the_endpoint() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["up", "--listen", "127.0.0.1:0", "--etcd", &endpoint, "--data-dir"])
+        .arg(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    within(Duration::from_secs(30), "oxplane exits", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!status.unwrap().success());
+    assert!(stderr.contains(&endpoint) && stderr.contains("unavailable"), "{stderr}");
+}
+
+#[test]
+fn the_store_flags_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, expected) in [
+        (vec!["--store", "etcd"], "--store etcd needs --etcd"),
+        (vec!["--store", "sqlite", "--etcd", "http://127.0.0.1:2379"], "--etcd flags need --store etcd"),
+        (vec!["--etcd", "127.0.0.1:2379"], "expected an http:// or https:// URL"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+            .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success() && stderr.contains(expected), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn the_memory_store_serves_and_forgets() {
+    let mut server = Server::start_with(&["--store", "memory"]);
+    server.kubectl(&["create", "configmap", "fleeting"]);
+    assert!(server.get(&["configmap", "fleeting"]).is_some());
+    server.restart();
+    assert!(server.get(&["configmap", "fleeting"]).is_none());
+}
+
+#[test]
+fn losing_etcd_refuses_writes_keeps_reads_and_recovers_without_restart() {
+    let cluster = EtcdCluster::start(3);
+    let server = start_on(&cluster, "/oxplane");
+    server.kubectl(&["create", "configmap", "before", "--from-literal=k=v"]);
+    cluster.kill_all();
+    within(Duration::from_secs(20), "/readyz fails", || server.curl_without_token("/readyz").0 == 503);
+
+    // Writes: 503 with a retry hint, naming etcd.
+    let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"during"}}"#;
+    let (code, headers, answer) = server.curl("POST", "/api/v1/namespaces/default/configmaps", Some(body));
+    assert_eq!(code, 503, "{answer}");
+    assert!(headers.to_ascii_lowercase().contains("retry-after: 1"), "{headers}");
+    let status: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(status["reason"], "ServiceUnavailable");
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    assert!(status["message"].as_str().unwrap().contains("etcd"), "{answer}");
+
+    // Reads: served from the cache, and they say so.
+    let (code, headers, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/before", None);
+    assert_eq!(code, 200, "{answer}");
+    assert!(headers.contains("served from the watch cache"), "{headers}");
+    let listed = server.kubectl_command(&["get", "configmaps", "-o", "name"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("configmap/before"));
+    assert!(String::from_utf8_lossy(&listed.stderr).contains("the store is unreachable"));
+
+    // Past the controllers' lease (15 s), which it cannot renew: the server keeps serving.
+    std::thread::sleep(Duration::from_secs(20));
+    let (code, _, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/before", None);
+    assert_eq!(code, 200, "{answer}");
+
+    // etcd comes back: the same process is ready again and accepts writes.
+    cluster.restart_all();
+    within(Duration::from_secs(30), "/readyz recovers", || server.curl_without_token("/readyz").0 == 200);
+    server.kubectl(&["create", "configmap", "after"]);
+    let (_, headers, _) = server.curl("GET", "/api/v1/namespaces/default/configmaps/after", None);
+    assert!(!headers.contains("served from the watch cache"), "{headers}");
+    assert!(server.get(&["configmap", "after"]).is_some());
+}
