@@ -12,6 +12,7 @@ mod deletion;
 mod external_functions;
 mod gc_crash;
 mod go_templating;
+mod http_crash;
 mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_resources;
