@@ -16,6 +16,7 @@ mod external_functions;
 mod function_parity;
 mod gc_crash;
 mod go_templating;
+mod http_crash;
 mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_rbac;

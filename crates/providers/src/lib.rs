@@ -6,10 +6,13 @@
 //! - [`fakecloud`]: provider-fakecloud, things in a local fake cloud with random identifiers
 //!   and asynchronous creates, and the fake cloud itself; what fault-injection tests use.
 //! - [`sql`]: provider-sql, databases, roles and grants in a real PostgreSQL server.
+//! - [`http`]: provider-http, resources of any HTTP API (`Request`) and one-shot requests
+//!   (`DisposableRequest`).
 //!
 //! [`catalog`] lists every built-in provider by package name.
 
 pub mod fakecloud;
+pub mod http;
 pub mod nop;
 pub mod sql;
 
@@ -19,5 +22,10 @@ use oxplane_runtime::provider::BuiltinProvider;
 
 /// Every built-in provider.
 pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
-    vec![Arc::new(nop::NopProvider), Arc::new(fakecloud::FakeCloudProvider::default()), Arc::new(sql::SqlProvider::default())]
+    vec![
+        Arc::new(nop::NopProvider),
+        Arc::new(fakecloud::FakeCloudProvider::default()),
+        Arc::new(sql::SqlProvider::default()),
+        Arc::new(http::HttpProvider::default()),
+    ]
 }

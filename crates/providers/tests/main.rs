@@ -7,5 +7,6 @@ mod support;
 mod fakecloud;
 mod fakecloud_lifecycle;
 mod fakecloud_policies;
+mod http;
 mod nop;
 mod sql_postgres;

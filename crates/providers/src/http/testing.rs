@@ -1,0 +1,242 @@
+//! A small REST service for provider-http's tests, served on 127.0.0.1: users with
+//! server-assigned identifiers, found by id or by name.
+//!
+//! API (JSON): `POST /api/users` `{username, ...}` → 201 `{id, username, ...}` (409 when the
+//! username is taken); `GET /api/users/{id}`; `GET /api/users/by-name/{username}`;
+//! `PUT /api/users/{id}` (replaces the fields given); `DELETE /api/users/{id}` → 204;
+//! `GET /api/health` → `{"status": "ok"}`; `POST /api/notify` echoes its body.
+//!
+//! It can be stopped and started again on the same port (its data survives, as a real
+//! service's would), made to answer the next requests with 500, or to answer slowly. It
+//! records every POST and the `Authorization` headers it saw.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+
+#[derive(Debug, Default)]
+struct Data {
+    users: BTreeMap<u64, Value>,
+    next_id: u64,
+    posts: u64,
+    fail_next: u32,
+    delay: Duration,
+    authorizations: Vec<String>,
+}
+
+type Shared = Arc<Mutex<Data>>;
+
+fn lock(data: &Shared) -> std::sync::MutexGuard<'_, Data> {
+    data.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Applies the test knobs (delay, forced failures) and records the request.
+async fn gate(data: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let (delay, fail) = {
+        let mut d = lock(data);
+        if let Some(auth) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+            d.authorizations.push(auth.to_string());
+        }
+        let fail = d.fail_next > 0;
+        if fail {
+            d.fail_next -= 1;
+        }
+        (d.delay, fail)
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    fail.then(|| (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(json!({"error": "internal error"}))).into_response())
+}
+
+async fn create(State(data): State<Shared>, headers: HeaderMap, body: String) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    let Ok(Value::Object(mut user)) = serde_json::from_str::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "body must be a JSON object"}))).into_response();
+    };
+    let mut d = lock(&data);
+    d.posts += 1;
+    let name = user.get("username").cloned();
+    if name.is_some() && d.users.values().any(|u| u.get("username") == name.as_ref()) {
+        return (StatusCode::CONFLICT, axum::Json(json!({"error": "username taken"}))).into_response();
+    }
+    d.next_id += 1;
+    let id = d.next_id;
+    user.insert("id".into(), json!(id));
+    d.users.insert(id, Value::Object(user.clone()));
+    (StatusCode::CREATED, axum::Json(Value::Object(user))).into_response()
+}
+
+async fn read(State(data): State<Shared>, headers: HeaderMap, Path(id): Path<u64>) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    match lock(&data).users.get(&id) {
+        Some(user) => axum::Json(user.clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "not found"}))).into_response(),
+    }
+}
+
+async fn by_name(State(data): State<Shared>, headers: HeaderMap, Path(name): Path<String>) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    match lock(&data).users.values().find(|u| u.get("username").and_then(Value::as_str) == Some(&name)) {
+        Some(user) => axum::Json(user.clone()).into_response(),
+        None => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "not found"}))).into_response(),
+    }
+}
+
+async fn update(State(data): State<Shared>, headers: HeaderMap, Path(id): Path<u64>, body: String) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    let Ok(Value::Object(fields)) = serde_json::from_str::<Value>(&body) else {
+        return (StatusCode::BAD_REQUEST, axum::Json(json!({"error": "body must be a JSON object"}))).into_response();
+    };
+    let mut d = lock(&data);
+    match d.users.get_mut(&id).and_then(Value::as_object_mut) {
+        Some(user) => {
+            user.extend(fields);
+            user.insert("id".into(), json!(id));
+            axum::Json(Value::Object(user.clone())).into_response()
+        }
+        None => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "not found"}))).into_response(),
+    }
+}
+
+async fn remove(State(data): State<Shared>, headers: HeaderMap, Path(id): Path<u64>) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    match lock(&data).users.remove(&id) {
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
+        None => (StatusCode::NOT_FOUND, axum::Json(json!({"error": "not found"}))).into_response(),
+    }
+}
+
+async fn health(State(data): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    axum::Json(json!({"status": "ok"})).into_response()
+}
+
+async fn notify(State(data): State<Shared>, headers: HeaderMap, body: String) -> Response {
+    if let Some(failure) = gate(&data, &headers).await {
+        return failure;
+    }
+    lock(&data).posts += 1;
+    (StatusCode::OK, axum::Json(json!({"received": body, "job_status": "success"}))).into_response()
+}
+
+/// The service.
+pub struct RestServer {
+    data: Shared,
+    address: SocketAddr,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl RestServer {
+    /// Starts on a free port.
+    pub async fn start() -> std::io::Result<RestServer> {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let mut server = RestServer { data: Shared::default(), address, task: None };
+        server.serve(listener);
+        Ok(server)
+    }
+
+    fn serve(&mut self, listener: tokio::net::TcpListener) {
+        let app = Router::new()
+            .route("/api/users", post(create))
+            .route("/api/users/{id}", get(read).put(update).delete(remove))
+            .route("/api/users/by-name/{name}", get(by_name))
+            .route("/api/health", get(health))
+            .route("/api/notify", post(notify))
+            .with_state(self.data.clone());
+        self.task = Some(tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        }));
+    }
+
+    /// `http://127.0.0.1:PORT/api`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/api", self.address)
+    }
+
+    /// Stops serving (connections are refused) until [`RestServer::restart`].
+    pub fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+
+    /// Serves again on the same port, with the same data.
+    pub async fn restart(&mut self) -> std::io::Result<()> {
+        self.stop();
+        // The aborted listener may take a moment to release the port.
+        let mut attempts = 0;
+        let listener = loop {
+            match tokio::net::TcpListener::bind(self.address).await {
+                Ok(listener) => break listener,
+                Err(error) if attempts < 50 => {
+                    attempts += 1;
+                    let _ = error;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(error) => return Err(error),
+            }
+        };
+        self.serve(listener);
+        Ok(())
+    }
+
+    /// Answers the next `count` requests with 500.
+    pub fn fail_next(&self, count: u32) {
+        lock(&self.data).fail_next = count;
+    }
+
+    /// Waits this long before answering each request.
+    pub fn set_delay(&self, delay: Duration) {
+        lock(&self.data).delay = delay;
+    }
+
+    /// The users held.
+    pub fn users(&self) -> Vec<Value> {
+        lock(&self.data).users.values().cloned().collect()
+    }
+
+    /// Changes a user behind the provider's back.
+    pub fn set_user_field(&self, id: u64, field: &str, value: Value) {
+        if let Some(user) = lock(&self.data).users.get_mut(&id).and_then(Value::as_object_mut) {
+            user.insert(field.into(), value);
+        }
+    }
+
+    /// How many POSTs it served.
+    pub fn posts(&self) -> u64 {
+        lock(&self.data).posts
+    }
+
+    /// The `Authorization` headers it saw.
+    pub fn authorizations(&self) -> Vec<String> {
+        lock(&self.data).authorizations.clone()
+    }
+}
+
+impl Drop for RestServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
