@@ -71,6 +71,14 @@ pub enum Command {
         /// DIR/templates). Without it, FileSystem sources are refused.
         #[arg(long, value_name = "DIR")]
         go_templating_dir: Option<PathBuf>,
+        /// Serve Crossplane's Operations (ops.crossplane.io/v1alpha1 Operation, CronOperation,
+        /// WatchOperation), an alpha feature Crossplane also leaves off by default.
+        #[arg(long)]
+        enable_operations: bool,
+        /// Runs the clock of CronOperation schedules this many times faster than real time
+        /// (tests of schedules; 1 in production).
+        #[arg(long, value_name = "RATE", default_value_t = 1, hide = true)]
+        operations_clock_rate: u32,
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
@@ -144,6 +152,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             circuit_breaker_cooldown,
             circuit_breaker_probe_interval,
             go_templating_dir,
+            enable_operations,
+            operations_clock_rate,
             security,
         } => {
             anyhow::ensure!(
@@ -170,6 +180,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,
                 functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },
+                operations: enable_operations.then(|| oxplane_composition::ops::Clock::with_rate(operations_clock_rate)),
             })
         }
         Command::Bench { which } => bench::run(which),

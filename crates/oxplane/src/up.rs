@@ -22,6 +22,8 @@ pub struct UpOptions {
     pub circuit: oxplane_runtime::circuit::CircuitConfig,
     /// How built-in functions are configured.
     pub functions: oxplane_functions::builtin::BuiltinOptions,
+    /// Serve Operations (`--enable-operations`), with schedules on this clock.
+    pub operations: Option<oxplane_composition::ops::Clock>,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -55,6 +57,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
                 install: options.providers,
                 reassert: options.reassert,
                 circuit: options.circuit,
+                operations: options.operations,
             },
         )
         .await

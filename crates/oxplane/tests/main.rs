@@ -15,6 +15,7 @@ mod go_templating;
 mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_resources;
+mod operations;
 mod leader_election;
 mod managed_crash;
 mod providers;
