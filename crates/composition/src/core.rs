@@ -60,6 +60,8 @@ pub struct CoreOptions {
     pub reassert: Duration,
     /// Each composite's watch circuit breaker.
     pub circuit: oxplane_runtime::circuit::CircuitConfig,
+    /// Serve Operations (`--enable-operations`), with schedules on this clock.
+    pub operations: Option<crate::ops::Clock>,
 }
 
 /// The running core.
@@ -71,6 +73,8 @@ pub struct Core {
     pub providers: Arc<ProviderInstaller>,
     /// The XRD reconciler (which XR controllers run).
     pub xrds: Arc<crate::xrd::controller::XrdReconciler>,
+    /// The Operation controllers, when Operations are enabled.
+    pub operations: Option<crate::ops::Operations>,
 }
 
 /// The package reference `--provider NAME` installs when NAME is not a reference itself.
@@ -100,6 +104,13 @@ impl Core {
         ];
         let mut controllers = controllers;
         controllers.extend(crate::usage::start(runtime));
+        let operations = match options.operations {
+            Some(clock) => {
+                install_crds(runtime, crate::crds::operations_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await?;
+                Some(crate::ops::Operations::start(runtime, functions.clone(), clock))
+            }
+            None => None,
+        };
         for wanted in &options.install {
             let (name, reference) = if wanted.contains('/') || wanted.contains(':') {
                 (package_name(wanted).to_string(), wanted.clone())
@@ -118,7 +129,7 @@ impl Core {
                 Err(error) => return Err(CoreError::Provider { name, error }),
             }
         }
-        Ok(Core { controllers, functions, providers, xrds: xrd_reconciler })
+        Ok(Core { controllers, functions, providers, xrds: xrd_reconciler, operations })
     }
 
     /// Stops every core controller (providers' controllers stop with the installer).
@@ -126,12 +137,19 @@ impl Core {
         for controller in &self.controllers {
             controller.stop();
         }
+        if let Some(operations) = &self.operations {
+            operations.stop();
+        }
     }
 }
 
 /// Applies Crossplane's CRDs and waits until each is established.
 pub async fn install_core_crds(runtime: &Runtime) -> Result<(), CoreError> {
-    let crds = crate::crds::core_crds().map_err(|e| CoreError::Crds(e.to_string()))?;
+    install_crds(runtime, crate::crds::core_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await
+}
+
+/// Applies CRDs and waits until each is established.
+async fn install_crds(runtime: &Runtime, crds: Vec<serde_json::Value>) -> Result<(), CoreError> {
     let mut pending = Vec::new();
     for crd in crds {
         let name = object::name(&crd).unwrap_or_default().to_string();

@@ -39,6 +39,13 @@ const FILES: [CrdFile; 14] = crd_files![
     "pkg.crossplane.io/deploymentruntimeconfigs.yaml",
 ];
 
+/// The CRDs of Crossplane's Operations (alpha), served only with `--enable-operations`.
+const OPERATION_FILES: [CrdFile; 3] = crd_files![
+    "ops.crossplane.io/operations.yaml",
+    "ops.crossplane.io/cronoperations.yaml",
+    "ops.crossplane.io/watchoperations.yaml",
+];
+
 /// A core CRD file that could not be turned into a CRD object.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdError {
@@ -62,6 +69,11 @@ pub enum CrdError {
 /// Every core CRD as a JSON object, in a fixed order, ready to be created or applied.
 pub fn core_crds() -> Result<Vec<Value>, CrdError> {
     FILES.iter().map(parse).collect()
+}
+
+/// The Operation, CronOperation and WatchOperation CRDs.
+pub fn operations_crds() -> Result<Vec<Value>, CrdError> {
+    OPERATION_FILES.iter().map(parse).collect()
 }
 
 /// Parses one file and checks that it holds a CRD.
@@ -90,6 +102,23 @@ mod tests {
             assert_eq!(file.path, format!("{group}/{plural}.yaml"));
             assert_eq!(crd["metadata"]["name"], format!("{plural}.{group}"));
         }
+    }
+
+    #[test]
+    fn operation_crds_are_cluster_scoped_and_named_after_their_files() {
+        let crds = operations_crds().unwrap();
+        for (file, crd) in OPERATION_FILES.iter().zip(&crds) {
+            let plural = crd["spec"]["names"]["plural"].as_str().unwrap();
+            assert_eq!(file.path, format!("ops.crossplane.io/{plural}.yaml"));
+            assert_eq!(crd["spec"]["scope"], "Cluster");
+            assert_eq!(crd["spec"]["versions"][0]["name"], "v1alpha1");
+        }
+        let columns = |i: usize| -> Vec<String> {
+            crds[i]["spec"]["versions"][0]["additionalPrinterColumns"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap().to_string()).collect()
+        };
+        assert_eq!(columns(0), ["SYNCED", "SUCCEEDED", "AGE"]);
+        assert_eq!(columns(1), ["SCHEDULE", "SYNCED", "SCHEDULING", "LAST SCHEDULE", "LAST SUCCESS", "AGE"]);
+        assert_eq!(columns(2), ["KIND", "COUNT", "SYNCED", "WATCHING", "LAST SCHEDULE", "LAST SUCCESS", "AGE"]);
     }
 
     #[test]

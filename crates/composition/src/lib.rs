@@ -1,12 +1,13 @@
 //! Crossplane's core controllers on the runtime: packages (providers and functions),
 //! composite resource definitions, compositions and their revisions, composite resources
-//! and their function pipelines, claims and usages.
+//! and their function pipelines, claims, usages and Operations.
 
 pub mod claim;
 pub mod composite;
 pub mod compositions;
 pub mod core;
 pub mod crds;
+pub mod ops;
 pub mod packages;
 pub mod usage;
 pub mod xrd;

@@ -31,12 +31,14 @@ impl Plane {
             let _ = stopped.await;
         }));
         let crds = crd_api(&client);
-        for crd in core_crds().unwrap() {
+        // Crossplane's CRDs, and those of Operations (served with --enable-operations).
+        let all: Vec<Value> = core_crds().unwrap().into_iter().chain(oxplane_composition::crds::operations_crds().unwrap()).collect();
+        for crd in all.clone() {
             let name = crd["metadata"]["name"].as_str().unwrap().to_string();
             let crd = serde_json::from_value(crd).unwrap();
             crds.create(&PostParams::default(), &crd).await.unwrap_or_else(|e| panic!("creating {name}: {e}"));
         }
-        for crd in core_crds().unwrap() {
+        for crd in all {
             wait_established(&crds, crd["metadata"]["name"].as_str().unwrap()).await;
         }
         Plane { client, stop, serving, _dir: dir }
@@ -187,6 +189,10 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         "configurations.pkg.crossplane.io",
         "configurationrevisions.pkg.crossplane.io",
         "deploymentruntimeconfigs.pkg.crossplane.io",
+        // Operations (this plane serves them, as --enable-operations does).
+        "operations.ops.crossplane.io",
+        "cronoperations.ops.crossplane.io",
+        "watchoperations.ops.crossplane.io",
     ]
     .into_iter()
     .map(String::from)
@@ -881,6 +887,7 @@ async fn every_kind_rejects_what_crossplanes_crds_reject() {
     };
     let package = |kind: &str, spec: &str| format!("apiVersion: pkg.crossplane.io/v1\nkind: {kind}\nmetadata:\n  name: pkg\nspec:\n{spec}");
     let step = "  mode: Pipeline\n  pipeline:\n  - step: s\n    functionRef: {name: f}\n";
+    let operation = |spec: &str| format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: Operation\nmetadata:\n  name: o\nspec:\n{spec}");
     let cases: Vec<(&str, String, &str)> = vec![
         // CompositeResourceDefinition
         ("compositeresourcedefinitions", xrd_v2("").replace("plural: xthings", "plural: XThings"), "Plural name must be lowercase"),
@@ -937,6 +944,44 @@ async fn every_kind_rejects_what_crossplanes_crds_reject() {
             "environmentconfigs",
             "apiVersion: apiextensions.crossplane.io/v1beta1\nkind: EnvironmentConfig\nmetadata:\n  name: e\ndata: 1\n".into(),
             r#"data: Invalid value: "integer": data in body must be of type object"#,
+        ),
+        (
+            "functionrevisions",
+            "apiVersion: pkg.crossplane.io/v1\nkind: FunctionRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/f:v1\n  revision: 1\n  desiredState: Paused\n".into(),
+            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+        ),
+        (
+            "configurationrevisions",
+            "apiVersion: pkg.crossplane.io/v1\nkind: ConfigurationRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/c:v1\n  revision: 1\n  desiredState: Paused\n".into(),
+            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+        ),
+        (
+            "deploymentruntimeconfigs",
+            "apiVersion: pkg.crossplane.io/v1beta1\nkind: DeploymentRuntimeConfig\nmetadata:\n  name: d\nspec: 1\n".into(),
+            r#"spec: Invalid value: "integer": spec in body must be of type object"#,
+        ),
+        // Operations (served with --enable-operations)
+        ("operations", operation("  mode: Pipeline\n  pipeline: []\n"), "spec.pipeline: Invalid value: 0: spec.pipeline in body should have at least 1 items"),
+        ("operations", operation(&step.replace("Pipeline", "Sometimes")), r#"spec.mode: Unsupported value: "Sometimes": supported values: "Pipeline""#),
+        (
+            "operations",
+            operation(&format!("{step}    requirements:\n      requiredResources:\n      - {{requirementName: r, apiVersion: v1, kind: ConfigMap, name: a, matchLabels: {{app: demo}}}}\n")),
+            "name and matchLabels are mutually exclusive",
+        ),
+        (
+            "cronoperations",
+            format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: CronOperation\nmetadata:\n  name: c\nspec:\n  operationTemplate:\n    spec:\n{}", step.replace("\n  ", "\n      ").replacen("  mode", "      mode", 1)),
+            "spec.schedule: Required value",
+        ),
+        (
+            "cronoperations",
+            format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: CronOperation\nmetadata:\n  name: c\nspec:\n  schedule: '@daily'\n  concurrencyPolicy: Sometimes\n  operationTemplate:\n    spec:\n{}", step.replace("\n  ", "\n      ").replacen("  mode", "      mode", 1)),
+            r#"spec.concurrencyPolicy: Unsupported value: "Sometimes": supported values: "Allow", "Forbid", "Replace""#,
+        ),
+        (
+            "watchoperations",
+            format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: WatchOperation\nmetadata:\n  name: w\nspec:\n  operationTemplate:\n    spec:\n{}", step.replace("\n  ", "\n      ").replacen("  mode", "      mode", 1)),
+            "spec.watch: Required value",
         ),
     ];
     let mut wrong = Vec::new();

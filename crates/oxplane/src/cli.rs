@@ -90,6 +90,14 @@ pub enum Command {
         /// `--event-ttl`).
         #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = parse_event_ttl)]
         event_ttl: std::time::Duration,
+        /// Serve Crossplane's Operations (ops.crossplane.io/v1alpha1 Operation, CronOperation,
+        /// WatchOperation), an alpha feature Crossplane also leaves off by default.
+        #[arg(long)]
+        enable_operations: bool,
+        /// Runs the clock of CronOperation schedules this many times faster than real time
+        /// (tests of schedules; 1 in production).
+        #[arg(long, value_name = "RATE", default_value_t = 1, hide = true)]
+        operations_clock_rate: u32,
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
@@ -174,6 +182,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             circuit_breaker_probe_interval,
             go_templating_dir,
             event_ttl,
+            enable_operations,
+            operations_clock_rate,
             security,
             store,
             controllers,
@@ -205,6 +215,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 circuit,
                 functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },
                 controllers,
+                operations: enable_operations.then(|| oxplane_composition::ops::Clock::with_rate(operations_clock_rate)),
             })
         }
         Command::Bench { which } => bench::run(which),

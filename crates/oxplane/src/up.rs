@@ -35,6 +35,8 @@ pub struct UpOptions {
     pub functions: oxplane_functions::builtin::BuiltinOptions,
     /// Whether the controllers run here (false: the API only).
     pub controllers: bool,
+    /// Serve Operations (`--enable-operations`), with schedules on this clock.
+    pub operations: Option<oxplane_composition::ops::Clock>,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -67,6 +69,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             install: options.providers.clone(),
             reassert: options.reassert,
             circuit: options.circuit,
+            operations: options.operations.clone(),
         };
         if !options.controllers {
             server.serve(shutdown).await?;

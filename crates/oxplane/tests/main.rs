@@ -21,6 +21,7 @@ mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_rbac;
 mod kubectl_resources;
+mod operations;
 mod leader_election;
 mod managed_crash;
 mod operations_logs;

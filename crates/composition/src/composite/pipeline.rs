@@ -116,6 +116,8 @@ pub struct Outcome {
     pub required: Vec<ResourceSelector>,
     /// The context the last step returned.
     pub context: Option<Value>,
+    /// Each step's `output`, for the steps that returned one (Operations record them).
+    pub outputs: Vec<(String, Value)>,
 }
 
 /// Where a pipeline's functions, credentials and required resources come from.
@@ -288,6 +290,9 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
             outcome.ttl = Some(outcome.ttl.map_or(ttl, |t| t.min(ttl)));
         }
         outcome.conditions.extend(response.conditions.iter().cloned());
+        if let Some(output) = &response.output {
+            outcome.outputs.push((step.name.clone(), output.clone()));
+        }
         let fatal = response.results.iter().find(|r| r.severity == Severity::Fatal).map(|r| r.message.clone());
         outcome.results.extend(response.results.into_iter().map(|r| (step.name.clone(), r)));
         if let Some(message) = fatal {

@@ -90,6 +90,20 @@ pub fn placement(package: &Value) -> Placement {
     }
 }
 
+/// What a built-in function's package declares (`spec.capabilities` of its `crossplane.yaml`,
+/// copied to its revision's `status.capabilities`): function-go-templating and function-dummy
+/// also run in Operations; the others compose only.
+pub fn builtin_capabilities(package: &str) -> &'static [&'static str] {
+    match package {
+        oxplane_functions::builtin::GO_TEMPLATING | oxplane_functions::builtin::DUMMY => &["composition", "operation"],
+        _ => &["composition"],
+    }
+}
+
+/// A function served over gRPC ships no package metadata oxplane reads; it may be used both in
+/// Compositions and in Operations (the function itself answers whether it can).
+const REMOTE_CAPABILITIES: &[&str] = &["composition", "operation"];
+
 /// Installs functions into a registry.
 pub struct FunctionInstaller {
     registry: Arc<FunctionRegistry>,
@@ -193,8 +207,13 @@ impl Installer for FunctionInstaller {
             Placement::Builtin => format!("in-process:///{}", package_name(reference)),
             Placement::Insecure(address) | Placement::MutualTls(address) => address,
         };
+        let capabilities = match placement(package) {
+            Placement::Builtin => builtin_capabilities(package_name(reference)),
+            Placement::Insecure(_) | Placement::MutualTls(_) => REMOTE_CAPABILITIES,
+        };
         let mut status = Map::new();
         status.insert("endpoint".into(), json!(endpoint));
+        status.insert("capabilities".into(), json!(capabilities));
         status
     }
 }

@@ -54,6 +54,7 @@ impl Plane {
             install: Vec::new(),
             reassert: Duration::from_secs(2),
             circuit: oxplane_runtime::circuit::CircuitConfig::default(),
+            operations: None,
         })
             .await
             .unwrap();

@@ -44,6 +44,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 install: args.providers,
                 reassert: Duration::from_secs(30),
                 circuit: Default::default(),
+                operations: None,
             },
         )
         .await

@@ -2,11 +2,8 @@
 //! paths, dates, semantic versions and URLs.
 //!
 //! Times are held as strings in Go's `time.Time.String()` form (`2006-01-02 15:04:05.999999999
-//! +0000 UTC`), which is also how a template prints `now`. Not provided (they need key
-//! generation or password hashing no template in a pure function should do): `bcrypt`,
-//! `htpasswd`, `derivePassword`, `genPrivateKey`, the certificate generators and
-//! `encryptAES`/`decryptAES`; a template using them fails to parse with Go's `function ...
-//! not defined`.
+//! +0000 UTC`), which is also how a template prints `now`. Passwords, keys, certificates
+//! and AES are in `crypto`.
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -318,7 +315,7 @@ pub(super) fn add(f: &mut Funcs) {
     f.insert("urlJoin", Func::pure(&[M], |a| string(url_join(a[0]))));
 }
 
-fn base64_error(e: &base64::DecodeError) -> String {
+pub(crate) fn base64_error(e: &base64::DecodeError) -> String {
     match e {
         base64::DecodeError::InvalidByte(at, _) | base64::DecodeError::InvalidLastSymbol(at, _) => {
             format!("illegal base64 data at input byte {at}")

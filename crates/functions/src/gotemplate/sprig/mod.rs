@@ -1,6 +1,6 @@
 //! Sprig v3's template functions (`Masterminds/sprig`), as function-go-templating offers
-//! them: everything but `env` and `expandenv` (which would leak the process environment)
-//! and `getHostByName` (a DNS lookup has no place in a pure function).
+//! them: everything but `env` and `expandenv` (which would leak the process environment).
+//! `getHostByName` answers only what never leaves the machine (see `network`).
 //!
 //! Sprig's conversions are reproduced: arguments typed `interface {}` are converted as
 //! `cast.ToInt64`/`cast.ToFloat64`/`strval` do, integer results are ints, `f` results
@@ -8,13 +8,15 @@
 //! the panic as the call's error, as Go's template engine does.
 //! Families: `strings`, `lists`, `dicts`, `math`, `misc` (defaults, encodings, JSON,
 //! reflection, regular expressions, hashes, UUIDs, random strings, paths, dates, semver,
-//! URLs, crypto).
+//! URLs), `crypto` (passwords, keys, certificates, AES) and `network`.
 
+mod crypto;
 mod dates;
 mod dicts;
 mod lists;
 mod math;
 mod misc;
+mod network;
 mod strings;
 
 use serde_json::Value;
@@ -24,7 +26,7 @@ pub use dicts::mergo;
 use super::Funcs;
 use crate::golang::fmt::sprintf;
 
-/// Sprig's function map without `env`, `expandenv` and `getHostByName`.
+/// Sprig's function map without `env` and `expandenv`.
 pub fn funcs() -> Funcs {
     let mut f = Funcs::new();
     strings::add(&mut f);
@@ -33,6 +35,8 @@ pub fn funcs() -> Funcs {
     math::add(&mut f);
     misc::add(&mut f);
     dates::add(&mut f);
+    crypto::add(&mut f);
+    network::add(&mut f);
     f
 }
 
@@ -129,3 +133,34 @@ pub(crate) fn i(v: &Value) -> i64 {
 
 /// Sprig's `empty`: nil, false, 0, "" and empty collections (mergo's emptiness too).
 pub(crate) use crate::fieldpath::merge::is_empty as empty;
+
+#[cfg(test)]
+mod names {
+    /// Every name in Sprig v3's function map (`GenericFuncMap`), `env` and `expandenv` aside.
+    const SPRIG_V3: &str = "hello ago date date_in_zone date_modify dateInZone dateModify duration durationRound \
+        htmlDate htmlDateInZone must_date_modify mustDateModify mustToDate now toDate unixEpoch abbrev abbrevboth \
+        trunc trim upper lower title untitle substr repeat trimall trimAll trimSuffix trimPrefix nospace initials \
+        randAlphaNum randAlpha randAscii randNumeric swapcase shuffle snakecase camelcase kebabcase wrap wrapWith \
+        contains hasPrefix hasSuffix quote squote cat indent nindent replace plural sha1sum sha256sum sha512sum \
+        adler32sum toString atoi int64 int float64 seq toDecimal split splitList splitn toStrings until untilStep \
+        add1 add sub div mod mul randInt add1f addf subf divf mulf biggest max min maxf minf ceil floor round join \
+        sortAlpha default empty coalesce all any compact mustCompact fromJson toJson toPrettyJson toRawJson \
+        mustFromJson mustToJson mustToPrettyJson mustToRawJson ternary deepCopy mustDeepCopy typeOf typeIs \
+        typeIsLike kindOf kindIs deepEqual getHostByName base dir clean ext isAbs osBase osClean osDir osExt \
+        osIsAbs b64enc b64dec b32enc b32dec tuple list dict get set unset hasKey pluck keys pick omit merge \
+        mergeOverwrite mustMerge mustMergeOverwrite values append push mustAppend mustPush prepend mustPrepend \
+        first mustFirst rest mustRest last mustLast initial mustInitial reverse mustReverse uniq mustUniq without \
+        mustWithout has mustHas slice mustSlice concat dig chunk mustChunk bcrypt htpasswd genPrivateKey \
+        derivePassword buildCustomCert genCA genCAWithKey genSelfSignedCert genSelfSignedCertWithKey genSignedCert \
+        genSignedCertWithKey encryptAES decryptAES randBytes uuidv4 semver semverCompare fail regexMatch \
+        mustRegexMatch regexFindAll mustRegexFindAll regexFind mustRegexFind regexReplaceAll mustRegexReplaceAll \
+        regexReplaceAllLiteral mustRegexReplaceAllLiteral regexSplit mustRegexSplit regexQuoteMeta urlParse urlJoin";
+
+    #[test]
+    fn every_sprig_v3_function_but_env_and_expandenv_is_there() {
+        let funcs = super::funcs();
+        let missing: Vec<&str> = SPRIG_V3.split_whitespace().filter(|name| !funcs.contains_key(*name)).collect();
+        assert!(missing.is_empty(), "missing Sprig functions: {missing:?}");
+        assert!(!funcs.contains_key("env") && !funcs.contains_key("expandenv"));
+    }
+}
