@@ -1,0 +1,96 @@
+//! Not compiled yet: `lib.rs` does not declare this module until its dependencies (cel, the
+//! function crate's CEL evaluation) are wired and its end-to-end test
+//! (`crates/oxplane/tests/kubernetes_provider.rs`, also not yet in `tests/main.rs`) passes.
+//!
+//! provider-kubernetes (`xpkg.crossplane.io/crossplane-contrib/provider-kubernetes`): an
+//! `Object` holds any Kubernetes object (`spec.forProvider.manifest`) that the provider
+//! server-side applies to a target cluster: another cluster through a kubeconfig Secret
+//! (`credentials.source: Secret`), or the control plane itself (`InjectedIdentity`).
+//!
+//! Kinds, as upstream names them: `kubernetes.crossplane.io` (cluster-scoped `Object`
+//! `v1alpha2`; `ProviderConfig`, `ProviderConfigUsage` `v1alpha1`) and
+//! `kubernetes.m.crossplane.io/v1alpha1` (namespaced `Object`, `ProviderConfig`,
+//! `ProviderConfigUsage`; cluster-scoped `ClusterProviderConfig`).
+//!
+//! - `schemas.rs`: the CRDs.
+//! - `target.rs`: clients of target clusters, built from ProviderConfigs and kept while the
+//!   kubeconfig is unchanged.
+//! - `object.rs`: the Object client (references, apply, readiness, connection details).
+
+pub mod object;
+pub mod schemas;
+pub mod target;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::managed::usage::ProviderConfigKinds;
+use oxplane_runtime::managed::{self, ExternalConnector, ManagedSettings};
+use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle};
+use serde_json::Value;
+
+/// The cluster-scoped group.
+pub const CLUSTER_GROUP: &str = "kubernetes.crossplane.io";
+/// The namespaced group.
+pub const NAMESPACED_GROUP: &str = "kubernetes.m.crossplane.io";
+/// The cluster-scoped Object's version.
+pub const CLUSTER_VERSION: &str = "v1alpha2";
+/// The namespaced Object's version.
+pub const NAMESPACED_VERSION: &str = "v1alpha1";
+/// The ProviderConfigs' version.
+pub const CONFIG_VERSION: &str = "v1alpha1";
+/// The field manager of every apply.
+pub const FIELD_MANAGER: &str = "provider-kubernetes";
+/// How often Objects are observed (and drift on the target corrected), by default.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(60);
+
+/// provider-kubernetes.
+#[derive(Clone, Copy, Debug)]
+pub struct KubernetesProvider {
+    /// How often Objects are observed.
+    pub poll_interval: Duration,
+}
+
+impl Default for KubernetesProvider {
+    fn default() -> Self {
+        KubernetesProvider { poll_interval: POLL_INTERVAL }
+    }
+}
+
+fn config_kinds(namespaced: bool) -> ProviderConfigKinds {
+    let group = if namespaced { NAMESPACED_GROUP } else { CLUSTER_GROUP };
+    let kind = |kind: &str, plural: &str, namespaced: bool| Kind::new(group, CONFIG_VERSION, kind, plural, namespaced);
+    ProviderConfigKinds {
+        config: kind("ProviderConfig", "providerconfigs", namespaced),
+        cluster_config: namespaced.then(|| kind("ClusterProviderConfig", "clusterproviderconfigs", false)),
+        usage: kind("ProviderConfigUsage", "providerconfigusages", namespaced),
+    }
+}
+
+impl BuiltinProvider for KubernetesProvider {
+    fn name(&self) -> &'static str {
+        "provider-kubernetes"
+    }
+
+    fn crds(&self, _package: &str) -> Vec<Value> {
+        schemas::crds()
+    }
+
+    fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {
+        let targets = Arc::new(target::Targets::default());
+        let mut controllers = Vec::new();
+        for crd in schemas::object_kinds() {
+            let kind = crd.kind();
+            let configs = Arc::new(config_kinds(kind.namespaced));
+            controllers.extend(managed::start_config_controllers(runtime, &configs));
+            let connector: Arc<dyn ExternalConnector> =
+                Arc::new(object::ObjectConnector { targets: targets.clone(), local: target::Target::new(runtime.kube.clone(), "the control plane".into()) });
+            let mut settings = ManagedSettings::new(kind, connector, self.poll_interval);
+            settings.provider_configs = Some(configs);
+            controllers.push(managed::start_controller(runtime, settings));
+        }
+        ProviderHandle::new(controllers)
+    }
+}

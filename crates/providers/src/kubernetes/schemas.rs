@@ -1,0 +1,114 @@
+//! provider-kubernetes's CRDs, written from its published API (`apis/cluster/object/v1alpha2`,
+//! `apis/namespaced/object/v1alpha1`, `apis/*/v1alpha1` provider configs): `Object` in
+//! `kubernetes.crossplane.io/v1alpha2` (cluster-scoped) and `kubernetes.m.crossplane.io/v1alpha1`
+//! (namespaced), with `references`, `readiness`, `connectionDetails` and `watch` beside
+//! `forProvider`, and the ProviderConfigs.
+
+use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
+use serde_json::{Value, json};
+
+use super::{CLUSTER_GROUP, CLUSTER_VERSION, CONFIG_VERSION, NAMESPACED_GROUP, NAMESPACED_VERSION};
+
+fn object_reference(default_kind: bool) -> Value {
+    let mut properties = json!({
+        "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}
+    });
+    if default_kind {
+        properties["apiVersion"]["default"] = json!("kubernetes.crossplane.io/v1alpha1");
+        properties["kind"]["default"] = json!("Object");
+    }
+    properties
+}
+
+fn extra_spec() -> Value {
+    let mut patches_from = json!({"type": "object", "required": ["fieldPath", "name"], "properties": object_reference(true)});
+    patches_from["properties"]["fieldPath"] = json!({"type": "string"});
+    let mut connection = json!({"type": "object", "properties": object_reference(false)});
+    connection["properties"]["fieldPath"] = json!({"type": "string"});
+    connection["properties"]["toConnectionSecretKey"] = json!({"type": "string"});
+    connection["properties"]["uid"] = json!({"type": "string"});
+    connection["properties"]["resourceVersion"] = json!({"type": "string"});
+    json!({
+        "references": {"type": "array", "items": {"type": "object", "properties": {
+            "dependsOn": {"type": "object", "required": ["name"], "properties": object_reference(true)},
+            "patchesFrom": patches_from,
+            "toFieldPath": {"type": "string"}
+        }}},
+        "readiness": {
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": "!has(self.policy) || self.policy != 'DeriveFromCelQuery' || (has(self.celQuery) && size(self.celQuery) > 0)", "message": "celQuery must be set if policy is DeriveFromCelQuery"}],
+            "properties": {
+                "policy": {"type": "string", "default": "SuccessfulCreate", "enum": ["SuccessfulCreate", "DeriveFromObject", "AllTrue", "DeriveFromCelQuery"]},
+                "celQuery": {"type": "string"}
+            }
+        },
+        "connectionDetails": {"type": "array", "items": connection},
+        "watch": {"type": "boolean", "default": false}
+    })
+}
+
+fn for_provider() -> Value {
+    json!({"type": "object", "required": ["manifest"], "properties": {
+        "manifest": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+        "deletionPropagationPolicy": {"type": "string", "default": "Background", "enum": ["Orphan", "Background", "Foreground"]}
+    }})
+}
+
+/// The Object kinds: cluster-scoped and namespaced.
+pub fn object_kinds() -> Vec<ManagedCrd> {
+    [(CLUSTER_GROUP, CLUSTER_VERSION, false), (NAMESPACED_GROUP, NAMESPACED_VERSION, true)]
+        .into_iter()
+        .map(|(group, version, namespaced)| ManagedCrd {
+            group: group.into(),
+            version: version.into(),
+            kind: "Object".into(),
+            plural: "objects".into(),
+            namespaced,
+            categories: vec!["kubernetes".into()],
+            for_provider: for_provider(),
+            at_provider: json!({"type": "object", "properties": {
+                "manifest": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
+            }}),
+            extra_columns: vec![
+                json!({"name": "KIND", "type": "string", "jsonPath": ".spec.forProvider.manifest.kind"}),
+                json!({"name": "PROVIDERCONFIG", "type": "string", "jsonPath": ".spec.providerConfigRef.name"}),
+            ],
+            for_provider_required: true,
+        })
+        .collect()
+}
+
+fn render(crd: &ManagedCrd) -> Value {
+    let mut rendered = crd.render();
+    if let Some(properties) = rendered.pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties").and_then(Value::as_object_mut)
+        && let Value::Object(extra) = extra_spec()
+    {
+        properties.extend(extra);
+    }
+    rendered
+}
+
+fn config_spec() -> Value {
+    json!({"type": "object", "required": ["credentials"], "properties": {
+        "credentials": {"type": "object", "required": ["source"], "properties": {
+            "source": {"type": "string", "enum": ["None", "Secret", "InjectedIdentity", "Environment", "Filesystem"]},
+            "secretRef": {"type": "object", "required": ["key", "name", "namespace"], "properties": {
+                "key": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}
+            }},
+            "env": {"type": "object", "properties": {"name": {"type": "string"}}},
+            "fs": {"type": "object", "properties": {"path": {"type": "string"}}}
+        }},
+        "identity": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+    }})
+}
+
+/// Every CRD of provider-kubernetes.
+pub fn crds() -> Vec<Value> {
+    let mut crds: Vec<Value> = object_kinds().iter().map(render).collect();
+    crds.push(provider_config_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &["kubernetes"]));
+    crds.push(provider_config_usage_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &["kubernetes"]));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &["kubernetes"]));
+    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", true));
+    crds
+}

@@ -1,0 +1,85 @@
+//! Target clusters: a kube client and its discovery for each kubeconfig (or the control
+//! plane's own client for `InjectedIdentity`), kept while the kubeconfig is unchanged so a
+//! reconcile does not open a new connection.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use oxplane_runtime::client::{ApiError, Kube};
+use oxplane_runtime::kinds::{Gvk, Kind, KindResolver};
+use oxplane_runtime::managed::{ConnectContext, ExternalError};
+use serde_json::Value;
+
+use crate::http::secrets::Injector;
+
+/// A cluster objects are applied to.
+#[derive(Clone)]
+pub struct Target {
+    /// Its API.
+    pub kube: Kube,
+    /// Its kinds.
+    pub kinds: Arc<KindResolver>,
+    /// How messages name it (`cluster https://127.0.0.1:6443`, `the control plane`).
+    pub name: String,
+}
+
+impl Target {
+    /// A target.
+    pub fn new(kube: Kube, name: String) -> Target {
+        Target { kinds: Arc::new(KindResolver::new(kube.clone())), kube, name }
+    }
+
+    /// The kind of a manifest's `apiVersion` and `kind`.
+    pub async fn kind_of(&self, object: &Value) -> Result<Kind, ExternalError> {
+        let gvk = Gvk::of(object).ok_or_else(|| ExternalError::definite("the manifest has no apiVersion and kind"))?;
+        self.kinds.resolve(&gvk).await.map_err(|e| ExternalError::definite(format!("{}: {e}", self.name)))
+    }
+
+    /// An API error, naming the target.
+    pub fn error(&self, what: &str, error: &ApiError) -> ExternalError {
+        let message = format!("{}: {what}: {error}", self.name);
+        if error.code == 0 { ExternalError::ambiguous(message) } else { ExternalError::definite(message) }
+    }
+}
+
+/// Targets by kubeconfig.
+#[derive(Default)]
+pub struct Targets {
+    by_kubeconfig: Mutex<HashMap<String, Target>>,
+}
+
+impl Targets {
+    /// The target a ProviderConfig names.
+    pub async fn of(&self, context: &ConnectContext<'_>, local: &Target, own_namespace: Option<&str>) -> Result<Target, ExternalError> {
+        let Some(config) = context.provider_config else { return Ok(local.clone()) };
+        let credentials = config.pointer("/spec/credentials").cloned().unwrap_or(Value::Null);
+        match credentials.get("source").and_then(Value::as_str).unwrap_or("InjectedIdentity") {
+            "InjectedIdentity" => Ok(local.clone()),
+            "Secret" => {
+                let field = |f: &str| credentials.pointer(&format!("/secretRef/{f}")).and_then(Value::as_str).unwrap_or_default().to_string();
+                let namespace = credentials.pointer("/secretRef/namespace").and_then(Value::as_str).or(own_namespace).unwrap_or("default").to_string();
+                let bytes = Injector::new(context.kube, None)
+                    .read(&namespace, &field("name"), &field("key"))
+                    .await
+                    .map_err(|e| ExternalError::definite(format!("cannot read the kubeconfig: {e}")))?;
+                let text = String::from_utf8(bytes).map_err(|_| ExternalError::definite("the kubeconfig is not UTF-8"))?;
+                if let Some(target) = self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).get(&text) {
+                    return Ok(target.clone());
+                }
+                let target = build(&text).await?;
+                self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).insert(text, target.clone());
+                Ok(target)
+            }
+            other => Err(ExternalError::definite(format!("credentials source {other:?} is not supported: use Secret (a kubeconfig) or InjectedIdentity"))),
+        }
+    }
+}
+
+async fn build(kubeconfig: &str) -> Result<Target, ExternalError> {
+    let bad = |e: &dyn std::fmt::Display| ExternalError::definite(format!("cannot use the kubeconfig: {e}"));
+    let parsed = kube::config::Kubeconfig::from_yaml(kubeconfig).map_err(|e| bad(&e))?;
+    let config = kube::Config::from_custom_kubeconfig(parsed, &kube::config::KubeConfigOptions::default()).await.map_err(|e| bad(&e))?;
+    let name = format!("cluster {}", config.cluster_url);
+    let client = kube::Client::try_from(config).map_err(|e| bad(&e))?;
+    Ok(Target::new(Kube::new(client), name))
+}
