@@ -17,7 +17,7 @@ pub struct ProcessCollector;
 /// which is 100 on every architecture it supports.
 const USER_HZ: f64 = 100.0;
 
-/// (user + system CPU seconds, start time in ticks since boot) from `/proc/self/stat`.
+/// User plus system CPU seconds, from `/proc/self/stat`.
 fn cpu_seconds() -> Option<f64> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // The command name (field 2) is in parentheses and may hold spaces: fields after it
