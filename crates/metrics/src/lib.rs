@@ -8,6 +8,10 @@
 //! component inside it records it. Names and labels are listed in the README.
 
 mod process;
+mod scrape;
+
+pub use prometheus_client;
+pub use scrape::{Labels, Scrape};
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -149,11 +153,18 @@ impl Metrics {
 
     /// Every metric in Prometheus' text format (0.0.4).
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        // Writing into a String cannot fail.
-        let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
-        out
+        encode(&self.registry)
     }
+}
+
+/// A registry's metrics in Prometheus' text format (0.0.4), the format `/metrics` serves:
+/// components that keep metrics of their own (one per API server or controller runtime, so
+/// that two in one process do not add up) encode their registry with it.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    // Writing into a String cannot fail.
+    let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, registry);
+    out
 }
 
 /// The process' metrics.

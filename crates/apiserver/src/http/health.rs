@@ -50,12 +50,11 @@ pub(super) async fn metrics(State(state): State<Arc<AppState>>) -> String {
     let compacted = state.store.compacted_revision().await.unwrap_or(0);
     let lag = i64::try_from(revision.saturating_sub(state.cache.revision())).unwrap_or(i64::MAX);
     oxplane_metrics::global().watch_cache_lag.set(lag);
-    format!(
-        "# HELP oxplane_store_revision The store's current revision.\n# TYPE oxplane_store_revision gauge\noxplane_store_revision {revision}\n\
-         # HELP oxplane_store_compacted_revision The oldest revision still readable.\n# TYPE oxplane_store_compacted_revision gauge\noxplane_store_compacted_revision {compacted}\n\
-         # HELP oxplane_watch_cache_revision The revision the watch cache has applied.\n# TYPE oxplane_watch_cache_revision gauge\noxplane_watch_cache_revision {}\n{}{}",
-        state.cache.revision(),
-        state.metrics.render(),
-        state.extensions.render_metrics()
-    ) + &oxplane_metrics::global().render()
+    let as_gauge = |revision: u64| i64::try_from(revision).unwrap_or(i64::MAX);
+    let mut scrape = oxplane_metrics::Scrape::new();
+    scrape
+        .gauge("oxplane_store_revision", "The store's current revision", [(vec![], as_gauge(revision))])
+        .gauge("oxplane_store_compacted_revision", "The oldest revision still readable", [(vec![], as_gauge(compacted))])
+        .gauge("oxplane_watch_cache_revision", "The revision the watch cache has applied", [(vec![], as_gauge(state.cache.revision()))]);
+    scrape.render() + &state.metrics.render() + &state.extensions.render_metrics() + &oxplane_metrics::global().render()
 }

@@ -1,21 +1,50 @@
-//! Request metrics, exported on `/metrics` in Prometheus text format beside the store's.
+//! Request metrics, exported on `/metrics` in Prometheus text format beside the store's: counters
+//! kept in this server's own `prometheus-client` registry (two servers in one process, as in
+//! tests, count apart) and the open watch streams read at scrape time.
 
 use std::collections::BTreeMap;
-use std::fmt::Write;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::http::Method;
+use oxplane_metrics::prometheus_client::metrics::counter::Counter;
+use oxplane_metrics::prometheus_client::metrics::family::Family;
+use oxplane_metrics::prometheus_client::registry::Registry;
+use oxplane_metrics::{Labels, Scrape};
 
 /// Counters the HTTP layer keeps.
-#[derive(Default)]
 pub struct Metrics {
-    /// Requests by method and status code, with their total duration in seconds.
-    requests: Mutex<BTreeMap<(String, u16), (u64, f64)>>,
+    registry: Registry,
+    /// Requests by method and status code.
+    requests: Family<Labels, Counter>,
+    /// Time spent answering requests, by method and status code.
+    request_seconds: Family<Labels, Counter<f64, AtomicU64>>,
     /// Resource requests by what they did and their status code.
-    resource_requests: Mutex<BTreeMap<(RequestInfo, u16), u64>>,
+    resource_requests: Family<Labels, Counter>,
     /// Watch streams currently open, by resource.
     pub watchers: Arc<WatchGauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<Labels, Counter>::default();
+        registry.register("oxplane_apiserver_requests", "API requests by method and response code", requests.clone());
+        let request_seconds = Family::<Labels, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "oxplane_apiserver_request_seconds",
+            "Time spent answering API requests (watches until their response starts)",
+            request_seconds.clone(),
+        );
+        let resource_requests = Family::<Labels, Counter>::default();
+        registry.register(
+            "oxplane_apiserver_resource_requests",
+            "Requests to object endpoints by verb, resource and response code",
+            resource_requests.clone(),
+        );
+        Metrics { registry, requests, request_seconds, resource_requests, watchers: Arc::default() }
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -85,59 +114,36 @@ impl RequestInfo {
 impl Metrics {
     /// Records one finished request.
     pub fn record(&self, method: &str, code: u16, took: Duration) {
-        let mut requests = lock(&self.requests);
-        let entry = requests.entry((method.to_string(), code)).or_default();
-        entry.0 += 1;
-        entry.1 += took.as_secs_f64();
+        let labels: Labels = vec![("method", method.to_string()), ("code", code.to_string())];
+        self.requests.get_or_create(&labels).inc();
+        self.request_seconds.get_or_create(&labels).inc_by(took.as_secs_f64());
     }
 
     /// Records one answered request to an object endpoint.
     pub fn record_resource(&self, info: RequestInfo, code: u16) {
-        *lock(&self.resource_requests).entry((info, code)).or_default() += 1;
+        let labels: Labels = vec![
+            ("verb", info.verb.to_string()),
+            ("group", info.group),
+            ("version", info.version),
+            ("resource", info.resource),
+            ("subresource", info.subresource),
+            ("code", code.to_string()),
+        ];
+        self.resource_requests.get_or_create(&labels).inc();
     }
 
     /// The metrics in Prometheus text format.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        let requests = lock(&self.requests);
-        out.push_str("# HELP oxplane_apiserver_requests_total API requests by method and response code.\n# TYPE oxplane_apiserver_requests_total counter\n");
-        for ((method, code), (count, _)) in requests.iter() {
-            let _ = writeln!(out, "oxplane_apiserver_requests_total{{method=\"{method}\",code=\"{code}\"}} {count}");
-        }
-        out.push_str("# HELP oxplane_apiserver_request_seconds_total Time spent answering API requests (watches until their response starts).\n# TYPE oxplane_apiserver_request_seconds_total counter\n");
-        for ((method, code), (_, seconds)) in requests.iter() {
-            let _ = writeln!(out, "oxplane_apiserver_request_seconds_total{{method=\"{method}\",code=\"{code}\"}} {seconds:.6}");
-        }
-        drop(requests);
-        out.push_str("# HELP oxplane_apiserver_resource_requests_total Requests to object endpoints by verb, resource and response code.\n# TYPE oxplane_apiserver_resource_requests_total counter\n");
-        for ((info, code), count) in lock(&self.resource_requests).iter() {
-            let _ = writeln!(
-                out,
-                "oxplane_apiserver_resource_requests_total{{verb=\"{}\",group=\"{}\",version=\"{}\",resource=\"{}\",subresource=\"{}\",code=\"{code}\"}} {count}",
-                info.verb,
-                escape(&info.group),
-                escape(&info.version),
-                escape(&info.resource),
-                escape(&info.subresource),
-            );
-        }
         let open = self.watchers.snapshot();
-        let _ = writeln!(
-            out,
-            "# HELP oxplane_apiserver_watchers Watch streams currently open.\n# TYPE oxplane_apiserver_watchers gauge\noxplane_apiserver_watchers {}",
-            open.values().sum::<i64>()
+        let mut scrape = Scrape::new();
+        scrape.gauge("oxplane_apiserver_watchers", "Watch streams currently open", [(Labels::new(), open.values().sum::<i64>())]);
+        scrape.gauge(
+            "oxplane_apiserver_resource_watchers",
+            "Watch streams currently open, by resource",
+            open.into_iter().map(|((group, resource), count)| (vec![("group", group), ("resource", resource)], count)),
         );
-        out.push_str("# HELP oxplane_apiserver_resource_watchers Watch streams currently open, by resource.\n# TYPE oxplane_apiserver_resource_watchers gauge\n");
-        for ((group, resource), count) in &open {
-            let _ = writeln!(out, "oxplane_apiserver_resource_watchers{{group=\"{}\",resource=\"{}\"}} {count}", escape(group), escape(resource));
-        }
-        out
+        oxplane_metrics::encode(&self.registry) + &scrape.render()
     }
-}
-
-/// A label value as Prometheus text format writes it (paths may carry any character).
-fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
 /// Open watch streams by (group, resource).

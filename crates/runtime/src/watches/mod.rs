@@ -17,7 +17,6 @@
 mod informer;
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -248,22 +247,28 @@ impl Watches {
         kinds
     }
 
-    /// The watch metrics in Prometheus text format.
-    pub fn render_metrics(&self, out: &mut String) {
-        out.push_str("# HELP oxplane_watches Live watch subscriptions by controller and kind.\n# TYPE oxplane_watches gauge\n");
-        for ((controller, kind), count) in self.subscriptions() {
-            let _ = writeln!(out, "oxplane_watches{{controller=\"{}\",kind=\"{}\"}} {count}", escape(&controller), escape(&kind));
-        }
-        out.push_str("# HELP oxplane_informers Running informers by kind and state.\n# TYPE oxplane_informers gauge\n");
-        out.push_str("# HELP oxplane_informer_objects Objects an informer holds in memory.\n# TYPE oxplane_informer_objects gauge\n");
-        let slots = lock_slots(&self.inner);
-        let mut rows: Vec<(String, &'static str, usize)> =
-            slots.iter().map(|(gvk, slot)| (gvk.to_string(), slot.informer.state().label(), slot.informer.len())).collect();
+    /// Adds the watch metrics to a scrape: live subscriptions by controller and kind, running
+    /// informers by kind and state, and the objects each holds.
+    pub fn scrape_metrics(&self, scrape: &mut oxplane_metrics::Scrape) {
+        let subscriptions = self.subscriptions().into_iter().map(|((controller, kind), count)| {
+            (vec![("controller", controller), ("kind", kind)], i64::try_from(count).unwrap_or(i64::MAX))
+        });
+        scrape.gauge("oxplane_watches", "Live watch subscriptions by controller and kind", subscriptions);
+        let mut rows: Vec<(String, &'static str, usize)> = {
+            let slots = lock_slots(&self.inner);
+            slots.iter().map(|(gvk, slot)| (gvk.to_string(), slot.informer.state().label(), slot.informer.len())).collect()
+        };
         rows.sort();
-        for (kind, state, objects) in rows {
-            let _ = writeln!(out, "oxplane_informers{{kind=\"{}\",state=\"{state}\"}} 1", escape(&kind));
-            let _ = writeln!(out, "oxplane_informer_objects{{kind=\"{}\"}} {objects}", escape(&kind));
-        }
+        scrape.gauge(
+            "oxplane_informers",
+            "Running informers by kind and state",
+            rows.iter().map(|(kind, state, _)| (vec![("kind", kind.clone()), ("state", (*state).to_string())], 1)),
+        );
+        scrape.gauge(
+            "oxplane_informer_objects",
+            "Objects an informer holds in memory",
+            rows.iter().map(|(kind, _, objects)| (vec![("kind", kind.clone())], i64::try_from(*objects).unwrap_or(i64::MAX))),
+        );
     }
 
     /// The informers and their subscriptions, as JSON for the debug endpoint.
@@ -295,7 +300,3 @@ impl Watches {
     }
 }
 
-/// Escapes a Prometheus label value.
-pub fn escape(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
