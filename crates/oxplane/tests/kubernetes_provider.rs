@@ -35,7 +35,6 @@ fn namespace_kind() -> Kind {
 struct Clusters {
     rt: tokio::runtime::Runtime,
     control: Kube,
-    target: Kube,
     _servers: (Server, Server),
 }
 
@@ -96,7 +95,7 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     let control = Kube::new(rt.block_on(control_server.client()));
     let target = Kube::new(rt.block_on(target_server.client()));
     let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();
-    let c = Clusters { rt, control: control.clone(), target: target.clone(), _servers: (target_server, control_server) };
+    let c = Clusters { rt, control: control.clone(), _servers: (target_server, control_server) };
 
     let provider = Kind::new("pkg.crossplane.io", "v1", "Provider", "providers", false);
     c.wait("provider-kubernetes to be healthy", || c.get(&control, &provider, None, "provider-kubernetes").is_some_and(|p| conditions::is_true(&p, "Healthy")));

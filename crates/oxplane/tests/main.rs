@@ -17,6 +17,7 @@ mod function_parity;
 mod gc_crash;
 mod go_templating;
 mod http_crash;
+mod kubernetes_provider;
 mod kubectl_apply;
 mod kubectl_lifecycle;
 mod kubectl_rbac;

@@ -8,13 +8,18 @@
 //! - [`sql`]: provider-sql, databases, roles and grants in a real PostgreSQL server.
 //! - [`http`]: provider-http, resources of any HTTP API (`Request`) and one-shot requests
 //!   (`DisposableRequest`).
+//! - [`kubernetes`]: provider-kubernetes, any Kubernetes object (`Object`) in another cluster
+//!   reached through a kubeconfig, or in the control plane itself.
+//! - [`subset`]: whether an observed object holds what a desired one says, shared by both.
 //!
 //! [`catalog`] lists every built-in provider by package name.
 
 pub mod fakecloud;
 pub mod http;
+pub mod kubernetes;
 pub mod nop;
 pub mod sql;
+pub mod subset;
 
 use std::sync::Arc;
 
@@ -27,5 +32,6 @@ pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
         Arc::new(fakecloud::FakeCloudProvider::default()),
         Arc::new(sql::SqlProvider::default()),
         Arc::new(http::HttpProvider::default()),
+        Arc::new(kubernetes::KubernetesProvider::default()),
     ]
 }

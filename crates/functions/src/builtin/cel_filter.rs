@@ -67,8 +67,9 @@ fn filter(request: &RunFunctionRequest, rsp: &mut RunFunctionResponse) -> Result
     Ok(())
 }
 
-/// Compiles and runs one expression; it must yield a bool.
-fn evaluate(ctx: &cel::Context, expression: &str) -> Result<bool, String> {
+/// Compiles and runs one expression over `ctx`'s variables; it must yield a bool (a
+/// parser or interpreter panic is an error, not a crash).
+pub fn evaluate(ctx: &cel::Context, expression: &str) -> Result<bool, String> {
     let program = std::panic::catch_unwind(|| cel::Program::compile(expression))
         .map_err(|_| "cannot parse expression: the CEL parser failed".to_string())?
         .map_err(|e| format!("cannot parse expression: {e}"))?;

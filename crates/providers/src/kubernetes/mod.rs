@@ -1,7 +1,3 @@
-//! Not compiled yet: `lib.rs` does not declare this module until its dependencies (cel, the
-//! function crate's CEL evaluation) are wired and its end-to-end test
-//! (`crates/oxplane/tests/kubernetes_provider.rs`, also not yet in `tests/main.rs`) passes.
-//!
 //! provider-kubernetes (`xpkg.crossplane.io/crossplane-contrib/provider-kubernetes`): an
 //! `Object` holds any Kubernetes object (`spec.forProvider.manifest`) that the provider
 //! server-side applies to a target cluster: another cluster through a kubeconfig Secret
@@ -37,6 +33,8 @@ pub const CLUSTER_GROUP: &str = "kubernetes.crossplane.io";
 pub const NAMESPACED_GROUP: &str = "kubernetes.m.crossplane.io";
 /// The cluster-scoped Object's version.
 pub const CLUSTER_VERSION: &str = "v1alpha2";
+/// The cluster-scoped Object's older version, also served.
+pub const OLDER_CLUSTER_VERSION: &str = "v1alpha1";
 /// The namespaced Object's version.
 pub const NAMESPACED_VERSION: &str = "v1alpha1";
 /// The ProviderConfigs' version.

@@ -7,30 +7,38 @@
 use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
-use super::{CLUSTER_GROUP, CLUSTER_VERSION, CONFIG_VERSION, NAMESPACED_GROUP, NAMESPACED_VERSION};
+use super::{CLUSTER_GROUP, CLUSTER_VERSION, CONFIG_VERSION, NAMESPACED_GROUP, NAMESPACED_VERSION, OLDER_CLUSTER_VERSION};
 
-fn object_reference(default_kind: bool) -> Value {
+/// The properties of a reference; `default_object` names the Object version a reference
+/// without apiVersion and kind means.
+fn object_reference(default_object: Option<&str>) -> Value {
     let mut properties = json!({
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}
     });
-    if default_kind {
-        properties["apiVersion"]["default"] = json!("kubernetes.crossplane.io/v1alpha1");
+    if let Some(api_version) = default_object {
+        properties["apiVersion"]["default"] = json!(api_version);
         properties["kind"]["default"] = json!("Object");
     }
     properties
 }
 
-fn extra_spec() -> Value {
-    let mut patches_from = json!({"type": "object", "required": ["fieldPath", "name"], "properties": object_reference(true)});
+/// The apiVersion a reference defaults to: upstream's v1alpha1 Object of the same scope.
+pub fn default_reference_api_version(namespaced: bool) -> String {
+    if namespaced { format!("{NAMESPACED_GROUP}/{NAMESPACED_VERSION}") } else { format!("{CLUSTER_GROUP}/{OLDER_CLUSTER_VERSION}") }
+}
+
+fn extra_spec(namespaced: bool) -> Value {
+    let default = default_reference_api_version(namespaced);
+    let mut patches_from = json!({"type": "object", "required": ["fieldPath", "name"], "properties": object_reference(Some(&default))});
     patches_from["properties"]["fieldPath"] = json!({"type": "string"});
-    let mut connection = json!({"type": "object", "properties": object_reference(false)});
+    let mut connection = json!({"type": "object", "properties": object_reference(None)});
     connection["properties"]["fieldPath"] = json!({"type": "string"});
     connection["properties"]["toConnectionSecretKey"] = json!({"type": "string"});
     connection["properties"]["uid"] = json!({"type": "string"});
     connection["properties"]["resourceVersion"] = json!({"type": "string"});
     json!({
         "references": {"type": "array", "items": {"type": "object", "properties": {
-            "dependsOn": {"type": "object", "required": ["name"], "properties": object_reference(true)},
+            "dependsOn": {"type": "object", "required": ["name"], "properties": object_reference(Some(&default))},
             "patchesFrom": patches_from,
             "toFieldPath": {"type": "string"}
         }}},
@@ -81,9 +89,20 @@ pub fn object_kinds() -> Vec<ManagedCrd> {
 fn render(crd: &ManagedCrd) -> Value {
     let mut rendered = crd.render();
     if let Some(properties) = rendered.pointer_mut("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties").and_then(Value::as_object_mut)
-        && let Value::Object(extra) = extra_spec()
+        && let Value::Object(extra) = extra_spec(crd.namespaced)
     {
         properties.extend(extra);
+    }
+    // The cluster-scoped Object is also served as v1alpha1, the version references name by
+    // default. Both versions share one storage with conversion None, so v1alpha1 shows the
+    // same fields (managementPolicies, not v1alpha1's managementPolicy).
+    if crd.version == CLUSTER_VERSION
+        && let Some(versions) = rendered.pointer_mut("/spec/versions").and_then(Value::as_array_mut)
+        && let Some(mut older) = versions.first().cloned()
+    {
+        older["name"] = json!(OLDER_CLUSTER_VERSION);
+        older["storage"] = json!(false);
+        versions.push(older);
     }
     rendered
 }
