@@ -127,7 +127,7 @@ fn an_unknown_package_lists_the_built_in_providers() {
         condition(&provider, "Installed").is_some_and(|c| {
             c["status"] == "False"
                 && c["reason"] == "UnpackingPackage"
-                && c["message"].as_str().unwrap().ends_with("built-in providers: provider-fakecloud, provider-http, provider-nop, provider-sql")
+                && c["message"].as_str().unwrap().ends_with("built-in providers: provider-fakecloud, provider-http, provider-kubernetes, provider-nop, provider-sql")
         })
     });
     // Deleting a package that never installed is immediate.
