@@ -149,3 +149,38 @@ async fn a_member_killed_during_writes_loses_nothing() {
     assert_eq!(revisions, (1..=300).collect::<Vec<_>>(), "gap-free, in order, once");
     assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), stored);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_programs_writes_to_the_same_etcd_do_not_move_the_current_revision() {
+    let cluster = EtcdCluster::shared();
+    // Writes to the shared cluster would show as gaps in another test's revisions.
+    let _exclusive = testing::exclusive().await;
+    let mut client = Client::connect(cluster.endpoints(), None).await.unwrap();
+    let store = EtcdStore::open(cluster.options(&testing::unique_prefix("neighbours"))).await.unwrap();
+    assert_eq!(store.current_revision().await.unwrap(), 0);
+    let created = create_acknowledged(&store, "/registry/a").await;
+    assert_eq!(store.current_revision().await.unwrap(), created);
+
+    // Another program (or another store on another prefix) writes to the same etcd: etcd's
+    // revision moves, the store's does not, so a reader waiting for its watch to reach the
+    // current revision is not left waiting for events that never come under its prefix.
+    let other = testing::unique_prefix("neighbours-other");
+    for i in 0..5 {
+        client.put(format!("{other}/k{i}"), "v", None).await.unwrap();
+    }
+    let (_, etcd_revision) = raw_dump(&mut client, &other).await;
+    assert!(etcd_revision >= store.base_revision() + created as i64 + 5);
+    assert_eq!(store.current_revision().await.unwrap(), created);
+
+    // A delete is a write of the store: it moves the current revision to its own; a rejected
+    // write does not.
+    let deleted = match store.write(Write::Delete { key: "/registry/a".into(), expected: created }).await.unwrap() {
+        WriteResult::Committed(event) => event.revision(),
+        other => panic!("delete: {other:?}"),
+    };
+    assert!(deleted > created + 5);
+    assert_eq!(store.current_revision().await.unwrap(), deleted);
+    let rejected = store.write(Write::Delete { key: "/registry/a".into(), expected: created }).await.unwrap();
+    assert!(matches!(rejected, WriteResult::Rejected { current: None }), "{rejected:?}");
+    assert_eq!(store.current_revision().await.unwrap(), deleted);
+}

@@ -32,7 +32,8 @@ impl From<etcd_client::Error> for ClaimError {
 }
 
 /// Returns the base revision of the store under `prefix`, claiming the prefix if it is empty.
-pub(crate) async fn claim(kv: &KvClient, prefix: &str, meta: &str) -> Result<i64, ClaimError> {
+/// The claim also writes `last_write`, so a new store's current revision is its base.
+pub(crate) async fn claim(kv: &KvClient, prefix: &str, meta: &str, last_write: &str) -> Result<i64, ClaimError> {
     let mut kv = kv.clone();
     let space = format!("{prefix}/");
     loop {
@@ -54,7 +55,7 @@ pub(crate) async fn claim(kv: &KvClient, prefix: &str, meta: &str) -> Result<i64
         // Every key of the prefix must still be absent (a range compare holds for all keys in
         // it, and for none when it is empty), so data written meanwhile is not adopted.
         let empty = Compare::create_revision(space.as_str(), CompareOp::Equal, 0).with_range(prefix_end(space.as_bytes()));
-        let txn = Txn::new().when([empty]).and_then([TxnOp::put(meta, value, None)]);
+        let txn = Txn::new().when([empty]).and_then([TxnOp::put(meta, value, None), TxnOp::put(last_write, Vec::new(), None)]);
         let response = kv.txn(txn).await?;
         if response.succeeded()
             && let Some(header) = response.header()

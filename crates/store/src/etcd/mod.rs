@@ -6,6 +6,11 @@
 //!   create revision is the *base*: oxplane revision `r` is etcd revision `base + r`, so a
 //!   fresh store starts at revision 0 as every backend does.
 //! - `P/data<key>`: each store key (`/registry/core/pods/ns/x` is `P/data/registry/core/pods/ns/x`).
+//! - `P/last-write`: rewritten by every committed write, in the write's own transaction, so its
+//!   mod revision is the store's newest revision. etcd's revision counter is the whole
+//!   cluster's: another program (or another store on another prefix) writing to the same etcd
+//!   moves it, and a reader waiting for its watch to reach it would wait for events that never
+//!   come under this prefix. The store's current revision is this key's instead.
 //!
 //! Every write is one etcd transaction comparing the key's create or mod revision, so a write
 //! takes exactly one etcd revision and a failed compare takes none: oxplane's revisions stay
@@ -38,6 +43,8 @@ use crate::{
 
 /// The prefix used when none is configured.
 pub const DEFAULT_PREFIX: &str = "/oxplane";
+/// The key under the prefix whose mod revision is the store's newest write.
+const LAST_WRITE: &str = "last-write";
 
 /// The largest answer (a range page, a batch of watch events) the client accepts. gRPC's
 /// default of 4 MiB is less than a page of the watch cache's first read, and etcd itself sends
@@ -100,6 +107,8 @@ pub(crate) struct Inner {
     data: String,
     /// `P/meta`.
     meta: String,
+    /// `P/last-write`.
+    last_write: String,
     /// The etcd revision that is oxplane revision 0.
     base: i64,
     endpoints: String,
@@ -144,7 +153,8 @@ impl EtcdStore {
         .map_err(|e| unavailable(e.to_string()))?;
         let kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE_BYTES);
         let meta = format!("{prefix}/meta");
-        let base = tokio::time::timeout(options.request_timeout, marker::claim(&kv, &prefix, &meta))
+        let last_write = format!("{prefix}/{LAST_WRITE}");
+        let base = tokio::time::timeout(options.request_timeout, marker::claim(&kv, &prefix, &meta, &last_write))
             .await
             .map_err(|_| unavailable(format!("no answer within {:?}", options.request_timeout)))?
             .map_err(|e| match e {
@@ -156,6 +166,7 @@ impl EtcdStore {
             kv,
             data: format!("{prefix}/data"),
             meta,
+            last_write,
             base,
             endpoints,
             clock: std::sync::Mutex::new(RevisionClock::new(options.compaction.clone(), Instant::now(), 0)),
@@ -191,6 +202,55 @@ async fn auto_compact(inner: std::sync::Weak<Inner>, interval: Duration) {
 /// What an etcd error means for the caller.
 pub(crate) fn classify(endpoints: &str, error: etcd_client::Error) -> StoreError {
     StoreError::Unavailable { endpoints: endpoints.to_string(), cause: error.to_string() }
+}
+
+/// How long a request that found no member able to answer is tried again.
+const RETRY_BUDGET: Duration = Duration::from_secs(2);
+
+/// Whether a read failed because the member it went to could not answer (not connected,
+/// restarting, without a leader): reads change nothing, so they may be sent again.
+fn read_again(error: &etcd_client::Error) -> bool {
+    match error {
+        etcd_client::Error::GRpcStatus(status) => status.code() == tonic::Code::Unavailable,
+        etcd_client::Error::TransportError(_) => true,
+        _ => never_reached_etcd(error),
+    }
+}
+
+/// Whether a request failed before any member received it (the connection was refused):
+/// sending a write again then cannot apply it twice.
+fn never_reached_etcd(error: &etcd_client::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(error) = cause {
+        if error.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused) {
+            return true;
+        }
+        cause = error.source();
+    }
+    false
+}
+
+/// Runs `call` again while it fails in a way `again` accepts and the budget lasts. The client
+/// balances requests over the members, so one that reached a member being restarted, or a
+/// connection not yet made again, goes to another member, as etcd's own client does, instead
+/// of failing the request while the cluster can answer.
+async fn retrying<T, F, Fut>(again: fn(&etcd_client::Error) -> bool, mut call: F) -> Result<T, etcd_client::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, etcd_client::Error>>,
+{
+    let deadline = Instant::now() + RETRY_BUDGET;
+    let mut pause = Duration::from_millis(20);
+    loop {
+        match call().await {
+            Err(error) if again(&error) && Instant::now() + pause < deadline => {
+                tracing::debug!(%error, "etcd request sent again");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(400));
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Whether an etcd error says the revision asked for was compacted.
@@ -248,14 +308,26 @@ impl Inner {
         })
     }
 
+    /// The store's newest revision: `P/last-write`'s mod revision. A store claimed before
+    /// that key existed has none until its next write; etcd's own revision stands in (an
+    /// upper bound: it counts every writer of the cluster).
     async fn current(&self) -> StoreResult<Revision> {
-        let response = self
-            .kv
-            .clone()
-            .get(self.meta.as_bytes(), Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(|e| self.err(e))?;
-        Ok(self.rev(response.header().map(|h| h.revision()).unwrap_or(self.base)))
+        let response = retrying(read_again, || {
+            let mut kv = self.kv.clone();
+            async move { kv.get(self.last_write.as_bytes(), None).await }
+        })
+        .await
+        .map_err(|e| self.err(e))?;
+        let etcd = match response.kvs().first() {
+            Some(kv) => kv.mod_revision(),
+            None => response.header().map(|h| h.revision()).unwrap_or(self.base),
+        };
+        Ok(self.rev(etcd))
+    }
+
+    /// The operation every committed write adds to its transaction (see [`LAST_WRITE`]).
+    fn mark_write(&self) -> TxnOp {
+        TxnOp::put(self.last_write.as_bytes(), Vec::new(), None)
     }
 
     /// The compacted revision as etcd knows it: a watch from etcd's first revision on the
@@ -311,7 +383,13 @@ impl Inner {
 impl Store for EtcdStore {
     async fn get(&self, key: &str) -> StoreResult<GetResponse> {
         let inner = &self.inner;
-        let response = inner.kv.clone().get(inner.etcd_key(key), None).await.map_err(|e| inner.err(e))?;
+        let key = inner.etcd_key(key);
+        let response = retrying(read_again, || {
+            let (mut kv, key) = (inner.kv.clone(), key.clone());
+            async move { kv.get(key, None).await }
+        })
+        .await
+        .map_err(|e| inner.err(e))?;
         let kv = response.kvs().first().map(|kv| inner.kv(kv)).transpose()?;
         let revision = inner.rev(response.header().map(|h| h.revision()).unwrap_or(inner.base));
         Ok(GetResponse { kv, revision })
@@ -344,7 +422,11 @@ impl Store for EtcdStore {
             // etcd reads revision 0 as "latest", so pin even the empty store's snapshot.
             options = options.with_revision(inner.etcd_rev(revision));
         }
-        let response = match inner.kv.clone().get(start, Some(options)).await {
+        let read = retrying(read_again, || {
+            let (mut kv, start, options) = (inner.kv.clone(), start.clone(), options.clone());
+            async move { kv.get(start, Some(options)).await }
+        });
+        let response = match read.await {
             Ok(response) => response,
             Err(e) => return Err(inner.read_error(revision.unwrap_or(0), e).await),
         };
@@ -367,7 +449,7 @@ impl Store for EtcdStore {
         let txn = match &write {
             Write::Create { value, .. } => Txn::new()
                 .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(key.clone(), value.to_vec(), None)])
+                .and_then([TxnOp::put(key.clone(), value.to_vec(), None), inner.mark_write()])
                 .or_else([read_back]),
             Write::Update { value, expected, .. } => Txn::new()
                 .when([Compare::mod_revision(key.clone(), CompareOp::Equal, inner.etcd_rev(*expected))])
@@ -375,16 +457,24 @@ impl Store for EtcdStore {
                     key.clone(),
                     value.to_vec(),
                     Some(etcd_client::PutOptions::new().with_prev_key()),
-                )])
+                ), inner.mark_write()])
                 .or_else([read_back]),
             Write::Delete { expected, .. } => Txn::new()
                 .when([Compare::mod_revision(key.clone(), CompareOp::Equal, inner.etcd_rev(*expected))])
-                .and_then([TxnOp::delete(key.clone(), Some(etcd_client::DeleteOptions::new().with_prev_key()))])
+                .and_then([
+                    TxnOp::delete(key.clone(), Some(etcd_client::DeleteOptions::new().with_prev_key())),
+                    inner.mark_write(),
+                ])
                 .or_else([read_back]),
         };
         // An expected revision of 0 maps onto the base, the marker's revision, which no data
         // key carries: it matches nothing, as in every backend.
-        let response = inner.kv.clone().txn(txn).await.map_err(|e| inner.err(e))?;
+        let response = retrying(never_reached_etcd, || {
+            let (mut kv, txn) = (inner.kv.clone(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await
+        .map_err(|e| inner.err(e))?;
         if !response.succeeded() {
             return inner.rejected(response.op_responses().as_slice());
         }
