@@ -6,6 +6,7 @@
 mod bench;
 mod cli;
 mod commands;
+mod leadership;
 mod server_flags;
 mod up;
 mod usage_protection;

@@ -3,7 +3,8 @@
 //! any number of servers serve the API, while the controllers run on one of them at a time:
 //! the holder of the `kube-system/oxplane-controllers` Lease, elected with Kubernetes' timing.
 //! A server that loses the lease (to another server, or because the store is unreachable and it
-//! cannot renew) stops its controllers at once and campaigns again; it keeps serving the API.
+//! cannot renew) stops its controllers at once and campaigns again; it keeps serving the API
+//! (see [`crate::leadership`]).
 
 use std::time::Duration;
 
@@ -11,13 +12,6 @@ use anyhow::Context;
 use oxplane_apiserver::server::{Server, ServerConfig, StoreBackend};
 use oxplane_composition::core::{Core, CoreOptions};
 use oxplane_runtime::Runtime;
-
-/// The Lease the servers on one store elect their controllers' leader through.
-const LEASE: &str = "oxplane-controllers";
-/// kube-controller-manager's defaults: a lease lasts 15 s and is renewed 5 s before it ends
-/// (its renew deadline of 10 s).
-const LEASE_SECONDS: u64 = 15;
-const LEASE_GRACE_SECONDS: u64 = 5;
 
 /// What `oxplane up` runs with.
 pub struct UpOptions {
@@ -92,21 +86,13 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
 }
 
 /// Campaigns for the controllers' Lease and runs the core while leading. On losing the lease
-/// the core stops before anything else, so it does not go on beside the new leader's, and the
-/// campaign goes on.
+/// (to another server, or by not renewing it in time) the core stops before anything else, so
+/// it does not go on beside the new leader's, and the campaign goes on.
 async fn lead(client: kube::Client, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions) {
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client, LEASE)
-        .with_namespace("kube-system")
-        .with_identity(identity.clone())
-        .with_duration(LEASE_SECONDS)
-        .with_grace(LEASE_GRACE_SECONDS)
-        .build()
-        .await;
-    let manager = match manager {
-        Ok(manager) => manager,
+    let mut leading = match crate::leadership::campaign(client, identity.clone()).await {
+        Ok(leading) => leading,
         Err(error) => fail(&format!("cannot campaign for the controllers' lease: {error}")),
     };
-    let (mut leading, _campaign) = manager.watch().await;
     loop {
         while !*leading.borrow_and_update() {
             if leading.changed().await.is_err() {

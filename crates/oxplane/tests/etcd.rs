@@ -100,6 +100,9 @@ fn losing_etcd_refuses_writes_keeps_reads_and_recovers_without_restart() {
     let cluster = EtcdCluster::start(3);
     let server = start_on(&cluster, "/oxplane");
     server.kubectl(&["create", "configmap", "before", "--from-literal=k=v"]);
+    // A read without a resourceVersion waits until the watch cache holds every acknowledged
+    // write: from then on the cache can answer for "before" without etcd.
+    assert!(server.get(&["configmap", "before"]).is_some());
     cluster.kill_all();
     within(Duration::from_secs(20), "/readyz fails", || server.curl_without_token("/readyz").0 == 503);
 
@@ -121,16 +124,23 @@ fn losing_etcd_refuses_writes_keeps_reads_and_recovers_without_restart() {
     assert!(String::from_utf8_lossy(&listed.stdout).contains("configmap/before"));
     assert!(String::from_utf8_lossy(&listed.stderr).contains("the store is unreachable"));
 
-    // Past the controllers' lease (15 s), which it cannot renew: the server keeps serving.
-    std::thread::sleep(Duration::from_secs(20));
+    // The server cannot renew the controllers' lease: it stops leading before the lease ends
+    // (so no other server could run controllers beside its own), and it keeps serving reads.
+    within(Duration::from_secs(60), "the server stops leading", || server.log().contains("no longer leading"));
     let (code, _, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/before", None);
     assert_eq!(code, 200, "{answer}");
 
-    // etcd comes back: the same process is ready again and accepts writes.
+    // etcd comes back: the same process is ready again, accepts writes, reads its own writes
+    // fresh, and leads again.
     cluster.restart_all();
-    within(Duration::from_secs(30), "/readyz recovers", || server.curl_without_token("/readyz").0 == 200);
+    within(Duration::from_secs(60), "/readyz recovers", || server.curl_without_token("/readyz").0 == 200);
     server.kubectl(&["create", "configmap", "after"]);
-    let (_, headers, _) = server.curl("GET", "/api/v1/namespaces/default/configmaps/after", None);
+    let (code, headers, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/after", None);
+    assert_eq!(code, 200, "{answer}");
     assert!(!headers.contains("served from the watch cache"), "{headers}");
     assert!(server.get(&["configmap", "after"]).is_some());
+    within(Duration::from_secs(60), "the server leads again", || {
+        let log = server.log();
+        log.rfind("no longer leading").is_some_and(|lost| log[lost..].contains("leading: starting the controllers"))
+    });
 }

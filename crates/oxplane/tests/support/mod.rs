@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The servers' log filter; `OXPLANE_TEST_LOG` replaces it (e.g. with `debug` to see more).
+const LOG_FILTER: &str = "info,kube=warn,hyper=warn,tower=warn";
+
 /// A running server.
 pub struct Server {
     dir: tempfile::TempDir,
@@ -85,7 +88,7 @@ impl Server {
             .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(self.dir.path())
             .args(&self.args)
-            .env("OXPLANE_LOG", "info,kube=warn,hyper=warn,tower=warn")
+            .env("OXPLANE_LOG", std::env::var("OXPLANE_TEST_LOG").unwrap_or_else(|_| LOG_FILTER.to_string()))
             .env("NO_COLOR", "1")
             .stdout(Stdio::null())
             .stderr(log);
@@ -372,6 +375,22 @@ pub fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
 const DEBUG_FORMATTING: [&str; 6] = ["Object {", "String(\"", "Number(", "Array [", "Bool(", "Some("];
 
 impl Server {
+    /// Copies this server's logs where they outlive the test (the data directory does not), for
+    /// a failed test: under the target directory, named after the test, and says where.
+    fn keep_logs(&self) {
+        let test = std::thread::current().name().unwrap_or("unnamed").replace("::", "-");
+        let dir = self.dir.path().file_name().map(|n| n.to_string_lossy().trim_start_matches('.').to_string()).unwrap_or_default();
+        let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("failed-tests").join(test).join(dir);
+        if std::fs::create_dir_all(&kept).is_err() {
+            return;
+        }
+        for n in 1..=self.starts {
+            let name = format!("oxplane-{n}.log");
+            let _ = std::fs::copy(self.dir.path().join(&name), kept.join(&name));
+        }
+        eprintln!("the server's logs are kept in {}", kept.display());
+    }
+
     /// Every condition and event message of every object served that shows Rust debug
     /// formatting, as `<kind>/<name>: <message>`.
     pub fn debug_formatted_messages(&self) -> Vec<String> {
@@ -425,6 +444,9 @@ impl Drop for Server {
         let running = self.child.as_mut().is_some_and(|c| matches!(c.try_wait(), Ok(None)));
         let objects = if running && !std::thread::panicking() { self.every_object() } else { serde_json::Value::Null };
         self.stop();
+        if std::thread::panicking() {
+            self.keep_logs();
+        }
         let found = debug_formatted(&objects);
         assert!(found.is_empty(), "messages show Rust debug formatting:\n{}", found.join("\n"));
         let leaked = if objects.is_null() { Vec::new() } else { self.secrets_in_log(&objects) };
