@@ -144,3 +144,44 @@ fn losing_etcd_refuses_writes_keeps_reads_and_recovers_without_restart() {
         log.rfind("no longer leading").is_some_and(|lost| log[lost..].contains("leading: starting the controllers"))
     });
 }
+
+#[test]
+fn a_server_killed_during_writes_loses_no_acknowledged_write() {
+    let cluster = EtcdCluster::shared();
+    let prefix = testing::unique_prefix("killed");
+    let mut first = start_on(cluster, &prefix);
+    let acknowledged = std::sync::Mutex::new(Vec::new());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let pid = first.pid().to_string();
+    std::thread::scope(|scope| {
+        // Writers create ConfigMaps as fast as the server answers; a 201 is an acknowledgement.
+        for writer in 0..3 {
+            let (server, acknowledged, stop) = (&first, &acknowledged, &stop);
+            scope.spawn(move || {
+                for i in 0.. {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
+                    let name = format!("w{writer}-{i}");
+                    let body = format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}}}}"#);
+                    if server.curl("POST", "/api/v1/namespaces/default/configmaps", Some(&body)).0 == 201 {
+                        acknowledged.lock().unwrap().push(name);
+                    }
+                }
+            });
+        }
+        within(Duration::from_secs(120), "30 acknowledged writes", || acknowledged.lock().unwrap().len() >= 30);
+        // SIGKILL in the middle of the writes: no chance to flush or finish anything.
+        assert!(Command::new("kill").args(["-9", &pid]).status().unwrap().success());
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
+    first.kill();
+    let acknowledged = acknowledged.into_inner().unwrap();
+
+    // Another process on the same prefix (another data directory) holds every one of them.
+    let second = start_on(cluster, &prefix);
+    let listed = second.kubectl(&["get", "configmaps", "-o", "name"]);
+    let listed: std::collections::BTreeSet<&str> = listed.lines().filter_map(|l| l.strip_prefix("configmap/")).collect();
+    let lost: Vec<&String> = acknowledged.iter().filter(|name| !listed.contains(name.as_str())).collect();
+    assert!(lost.is_empty(), "acknowledged but lost: {lost:?} (of {})", acknowledged.len());
+}
