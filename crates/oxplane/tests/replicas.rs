@@ -1,6 +1,7 @@
 //! Several `oxplane up` processes on one etcd: each serves the whole API (its watch cache fed
 //! by etcd's watch), one kubeconfig works against all of them, and the controllers run on
-//! exactly one, elected through a Lease, moving to another when the leader is killed.
+//! exactly one, elected through a Lease, moving to another when the leader is killed, with
+//! every composed resource created exactly once across the move.
 
 use crate::support;
 
@@ -9,6 +10,7 @@ use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use oxplane_providers::fakecloud::cloud::FakeCloud;
 use oxplane_store::etcd::testing::{self, EtcdCluster};
 use support::{Server, shared_encryption_config as encryption_config, within};
 
@@ -125,4 +127,131 @@ fn controllers_run_on_one_replica_and_move_when_it_is_killed() {
     assert_eq!(holder(&servers[follower]), identity(&servers[follower]));
     servers[follower].kubectl_stdin(&["apply", "-f", "-"], &NOP.replace("NAME", "after"));
     servers[follower].kubectl(&["wait", "--for=condition=Ready", "nopresource/after", "--timeout=60s"]);
+}
+
+/// How many composites the leader is killed in the middle of composing.
+const COMPOSITES: usize = 500;
+
+/// Function, ProviderConfig (for the cloud at `endpoint`), XRD and Composition: each XLedger
+/// composes one FakeThing, an object of the fake cloud named by the cloud.
+fn ledger_platform(endpoint: &str) -> [String; 3] {
+    let function = "apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-patch-and-transform
+spec:
+  package: xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.8.2
+"
+    .to_string();
+    let config = format!(
+        "apiVersion: fakecloud.oxplane.io/v1alpha1
+kind: ProviderConfig
+metadata:
+  name: default
+spec:
+  endpoint: {endpoint}
+  lookup: true
+"
+    );
+    let xrd = "apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata:
+  name: xledgers.ledger.example.org
+spec:
+  group: ledger.example.org
+  names: {kind: XLedger, plural: xledgers}
+  versions:
+  - name: v1alpha1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+---
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: xledgers
+spec:
+  compositeTypeRef: {apiVersion: ledger.example.org/v1alpha1, kind: XLedger}
+  mode: Pipeline
+  pipeline:
+  - step: compose
+    functionRef: {name: function-patch-and-transform}
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: thing
+        base:
+          apiVersion: fakecloud.oxplane.io/v1alpha1
+          kind: FakeThing
+          spec: {forProvider: {size: 1}}
+        patches:
+        - {fromFieldPath: spec.size, toFieldPath: spec.forProvider.size}
+"
+    .to_string();
+    [function, config, xrd]
+}
+
+#[test]
+fn the_leader_killed_while_composing_500_composites_creates_each_composed_resource_once() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let cloud = rt.block_on(FakeCloud::start(Duration::from_millis(300))).unwrap();
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = encryption_config(config_dir.path());
+    let mut servers = replicas(2, &testing::unique_prefix("ledger"), &config, &["--provider", "provider-fakecloud"]);
+    within(Duration::from_secs(60), "one replica leads", || servers.iter().any(leads));
+    let leader = (0..2).find(|&i| leads(&servers[i])).unwrap();
+    // Everything goes through the follower, which outlives the leader.
+    let api = servers.remove(1 - leader);
+    let mut leader = servers.remove(0);
+    let [function, provider_config, xrd] = ledger_platform(&cloud.endpoint());
+    // Once the leader has installed Crossplane's CRDs and the Provider.
+    within(Duration::from_secs(120), "the leader installs provider-fakecloud", || {
+        api.kubectl_try(&["get", "provider", "provider-fakecloud"], "").is_ok()
+    });
+    api.kubectl_stdin(&["apply", "-f", "-"], &function);
+    api.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-fakecloud", "function/function-patch-and-transform", "--timeout=120s"]);
+    api.kubectl_stdin(&["apply", "-f", "-"], &provider_config);
+    api.kubectl_stdin(&["apply", "-f", "-"], &xrd);
+    api.kubectl(&["wait", "--for=condition=Established", "xrd/xledgers.ledger.example.org", "--timeout=120s"]);
+    let composites: String = (0..COMPOSITES)
+        .map(|i| format!("apiVersion: ledger.example.org/v1alpha1\nkind: XLedger\nmetadata:\n  name: x{i}\nspec:\n  size: {i}\n---\n"))
+        .collect();
+    api.kubectl_stdin(&["apply", "-f", "-"], &composites);
+
+    // kill -9 the leader in the middle of composing: some things exist in the cloud, not all.
+    within(Duration::from_secs(300), "the leader creates things", || cloud.live().len() >= COMPOSITES / 10);
+    leader.kill();
+    let before = cloud.live().len();
+    assert!(before < COMPOSITES, "the leader finished before it was killed");
+    eprintln!("the leader was killed with {before} of {COMPOSITES} things created");
+    within(Duration::from_secs(60), "the follower leads", || leads(&api));
+
+    // Every composite converges, each composing exactly one FakeThing, each created once in
+    // the cloud (its ledger counts creates per managed resource, ever).
+    let ready = || {
+        let list = api.get(&["xledgers"]).unwrap_or_default();
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        items.iter().filter(|x| support::is_true(x, "Ready")).count()
+    };
+    within(Duration::from_secs(900), "every composite Ready", || ready() == COMPOSITES);
+    let things = api.get(&["fakethings.fakecloud.oxplane.io"]).unwrap();
+    let things = things["items"].as_array().unwrap();
+    assert_eq!(things.len(), COMPOSITES, "composed resources");
+    for thing in things {
+        let uid = thing["metadata"]["uid"].as_str().unwrap();
+        let name = thing["metadata"]["name"].as_str().unwrap();
+        assert_eq!(cloud.creates_of(uid), 1, "{name} was created {} times", cloud.creates_of(uid));
+        let held = cloud.things_of(uid);
+        assert_eq!(held.len(), 1, "{name}: {held:?}");
+        assert_eq!(thing["metadata"]["annotations"]["crossplane.io/external-name"].as_str(), held[0]["id"].as_str(), "{name}");
+    }
+    assert_eq!(cloud.live().len(), COMPOSITES, "things in the cloud (the leader died at {before})");
 }
