@@ -77,6 +77,18 @@ fn bench_api_prints_the_named_figures() {
     );
 }
 
+#[test]
+fn bench_api_on_etcd_prints_the_server_beside_sqlite_and_raw_etcd() {
+    bench_report(
+        &["api", "--store", "etcd", "--json", "--seconds", "0.2", "--list-objects", "50", "--watchers", "5"],
+        "api",
+        &[
+            "raw_etcd_writes_per_s_c32", "etcd_http_creates_per_s_c1", "etcd_http_creates_per_s_c32",
+            "sqlite_http_creates_per_s_c32", "etcd_http_to_raw_etcd_ratio_c32", "etcd_list_10k_ms", "etcd_watch_fanout_p99_ms",
+        ],
+    );
+}
+
 /// Runs `oxplane bench <args>` and returns its report, asserting it is one JSON object named
 /// `bench` whose `names` are all measured (above zero).
 fn bench_report(args: &[&str], bench: &str, names: &[&str]) -> serde_json::Value {

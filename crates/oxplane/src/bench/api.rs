@@ -42,6 +42,13 @@ pub struct Args {
     /// afterwards). Defaults to the system's temporary directory.
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// The server's store: sqlite (beside the raw store), or etcd (beside the same server on
+    /// SQLite and raw etcd).
+    #[arg(long, value_enum, default_value = "sqlite")]
+    store: crate::server_flags::StoreKind,
+    /// etcd client URLs for `--store etcd`; without them a private 3-member cluster is started.
+    #[arg(long, value_name = "URL[,URL...]", value_delimiter = ',')]
+    etcd: Vec<String>,
 }
 
 fn config_map(name: &str) -> ConfigMap {
@@ -56,8 +63,17 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     let base = args.dir.clone().unwrap_or_else(std::env::temp_dir);
     let tmp = tempfile::Builder::new().prefix("oxplane-bench-api-").tempdir_in(&base)?;
     let phase = Duration::from_secs_f64(args.seconds);
-    let runtime = tokio::runtime::Runtime::new()?;
     let mut report = Report::new("api");
+    match args.store {
+        crate::server_flags::StoreKind::Sqlite => {}
+        crate::server_flags::StoreKind::Etcd => {
+            let sizes = super::api_etcd::Sizes { phase, list_objects: args.list_objects, watchers: args.watchers };
+            super::api_etcd::run(&mut report, args.etcd, tmp.path(), sizes)?;
+            return report.print(args.json);
+        }
+        crate::server_flags::StoreKind::Memory => anyhow::bail!("bench api measures sqlite or etcd"),
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let store_rate = raw_store_writes(&tmp.path().join("raw"), 32, phase).await?;
 
@@ -95,14 +111,14 @@ pub fn run(args: Args) -> anyhow::Result<()> {
 
 /// Durable store writes per second with `writers` concurrent writers of 1 KiB values, on a
 /// store of its own (the figure `bench store` reports).
-async fn raw_store_writes(dir: &Path, writers: usize, phase: Duration) -> anyhow::Result<f64> {
+pub(super) async fn raw_store_writes(dir: &Path, writers: usize, phase: Duration) -> anyhow::Result<f64> {
     let options = SqliteOptions { compaction: CompactionPolicy::disabled(), ..SqliteOptions::default() };
     let store = Arc::new(SqliteStore::open(dir, options)?);
     Ok(super::store::concurrent_writes(&store, writers, phase).await?.per_second)
 }
 
 /// ConfigMap creates per second through HTTPS with `clients` concurrent clients.
-async fn http_creates(client: &kube::Client, tag: &str, clients: usize, phase: Duration) -> anyhow::Result<f64> {
+pub(super) async fn http_creates(client: &kube::Client, tag: &str, clients: usize, phase: Duration) -> anyhow::Result<f64> {
     // Each client sends the create and reads the whole answer, but does not decode it: on a
     // machine the client shares with the server, decoding would take CPU from the server
     // being measured (the raw-store baseline has no client at all).
@@ -135,7 +151,7 @@ async fn http_creates(client: &kube::Client, tag: &str, clients: usize, phase: D
 }
 
 /// Creates `count` ConfigMaps in a fresh namespace, then times a LIST of all of them.
-async fn list_objects(client: &kube::Client, count: usize) -> anyhow::Result<f64> {
+pub(super) async fn list_objects(client: &kube::Client, count: usize) -> anyhow::Result<f64> {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client.clone());
     let mut ns = k8s_openapi::api::core::v1::Namespace::default();
     ns.metadata.name = Some("bench-list".into());
@@ -163,7 +179,7 @@ async fn list_objects(client: &kube::Client, count: usize) -> anyhow::Result<f64
 }
 
 /// Latency from a write to its delivery on each of `watchers` watches, over 20 writes.
-async fn watch_fanout(client: &kube::Client, watchers: usize) -> anyhow::Result<(f64, f64)> {
+pub(super) async fn watch_fanout(client: &kube::Client, watchers: usize) -> anyhow::Result<(f64, f64)> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let target = "fanout";
     api.create(&PostParams::default(), &config_map(target)).await?;

@@ -2,6 +2,7 @@
 //! the same run, so a ratio can be read without trusting the machine's absolute speed.
 
 mod api;
+mod api_etcd;
 mod compose;
 mod mr;
 mod process;
@@ -19,7 +20,8 @@ pub enum Which {
     /// The durable store: group-committed writes against plain SQLite, range and watch; with
     /// `--store etcd`, the etcd store against raw etcd.
     Store(store::Args),
-    /// The API server over HTTPS beside the raw store, watch fan-out, and CRD scale.
+    /// The API server over HTTPS beside the raw store, watch fan-out, and CRD scale; with
+    /// `--store etcd`, on etcd beside the same server on SQLite and raw etcd.
     Api(api::Args),
     /// Managed resources: 5,000 NopResources to Ready, beside the API alone.
     Mr(mr::Args),

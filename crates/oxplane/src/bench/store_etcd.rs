@@ -20,13 +20,7 @@ use super::store::{RANGE_KEYS, Throughput, VALUE_SIZE, concurrent_writes, fill_r
 /// Runs the etcd part of the store benchmark into `report`.
 pub(super) fn run(report: &mut Report, endpoints: Vec<String>, dir: &std::path::Path, phase: Duration) -> anyhow::Result<()> {
     // Kept alive until the end: dropping it stops the private cluster.
-    let (cluster, endpoints) = if endpoints.is_empty() {
-        let cluster = EtcdCluster::start_in(dir, 3);
-        let endpoints = cluster.endpoints();
-        (Some(cluster), endpoints)
-    } else {
-        (None, endpoints)
-    };
+    let (cluster, endpoints) = cluster_or(endpoints, dir);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async {
         let client = Client::connect(endpoints.clone(), None).await.context("connecting to etcd")?;
@@ -80,9 +74,21 @@ pub(super) fn run(report: &mut Report, endpoints: Vec<String>, dir: &std::path::
     Ok(())
 }
 
+/// The given etcd endpoints, or a private 3-member cluster's with its data in `dir` (stopped
+/// when the returned cluster is dropped).
+pub(super) fn cluster_or(endpoints: Vec<String>, dir: &std::path::Path) -> (Option<EtcdCluster>, Vec<String>) {
+    if endpoints.is_empty() {
+        let cluster = EtcdCluster::start_in(dir, 3);
+        let endpoints = cluster.endpoints();
+        (Some(cluster), endpoints)
+    } else {
+        (None, endpoints)
+    }
+}
+
 /// `writers` concurrent writers each sending compare-and-create transactions of 1 KiB values
 /// straight to etcd for `phase`.
-async fn raw_etcd_writes(client: &Client, prefix: &str, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
+pub(super) async fn raw_etcd_writes(client: &Client, prefix: &str, writers: usize, phase: Duration) -> anyhow::Result<Throughput> {
     let value = vec![b'x'; VALUE_SIZE];
     let (client, prefix) = (client.clone(), prefix.to_string());
     timed_writers(writers, phase, move |w, i| {
