@@ -28,21 +28,28 @@ const RENEW_DEADLINE: Duration = Duration::from_secs(LEASE_SECONDS - 2);
 /// How often the holder reads the Lease back.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
-/// Campaigns for the Lease as `identity`. The receiver says whether this server leads; it
-/// closes when the campaign ends. Dropping every receiver ends the campaign and releases the
-/// Lease.
-pub async fn campaign(client: kube::Client, identity: String) -> Result<watch::Receiver<bool>, kube_lease_manager::LeaseManagerError> {
-    let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEASE)
-        .with_namespace(NAMESPACE)
-        .with_identity(identity.clone())
-        .with_duration(LEASE_SECONDS)
-        .with_grace(LEASE_GRACE_SECONDS)
-        .build()
-        .await?;
-    let (mut elected, _campaign) = manager.watch().await;
+/// Campaigns for the Lease as `identity`, from a task of its own. The receiver says whether
+/// this server leads; it closes when the campaign ends (it could not start: logged). Dropping
+/// every receiver ends the campaign and releases the Lease.
+pub fn campaign(client: kube::Client, identity: String) -> watch::Receiver<bool> {
     let (leading, receiver) = watch::channel(false);
-    let api: Api<Lease> = Api::namespaced(client, NAMESPACE);
     tokio::spawn(async move {
+        let manager = kube_lease_manager::LeaseManagerBuilder::new(client.clone(), LEASE)
+            .with_namespace(NAMESPACE)
+            .with_identity(identity.clone())
+            .with_duration(LEASE_SECONDS)
+            .with_grace(LEASE_GRACE_SECONDS)
+            .build()
+            .await;
+        let manager = match manager {
+            Ok(manager) => manager,
+            Err(error) => {
+                tracing::error!(%error, "cannot campaign for the controllers' lease");
+                return;
+            }
+        };
+        let (mut elected, _campaign) = manager.watch().await;
+        let api: Api<Lease> = Api::namespaced(client, NAMESPACE);
         let mut renewed: Option<SystemTime> = None;
         let mut ticks = tokio::time::interval(CHECK_INTERVAL);
         loop {
@@ -64,7 +71,7 @@ pub async fn campaign(client: kube::Client, identity: String) -> Result<watch::R
             }
         }
     });
-    Ok(receiver)
+    receiver
 }
 
 /// The Lease's last renewal by `identity` as read now; `None` once it names another holder;

@@ -46,7 +46,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         };
         let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
         let shared = matches!(options.server.store, StoreBackend::Etcd(_));
-        let server = Server::start(options.server).await?;
+        let mut server = Server::start(options.server).await?;
         let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
         {
             let metrics = controllers.metrics.clone();
@@ -76,8 +76,10 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             return anyhow::Ok(());
         }
         let identity = format!("{}_{}", server.url(), std::process::id());
-        let client = kube::Client::new(server.local_service(), "default");
-        let leader = tokio::spawn(lead(client, identity, controllers, core_options));
+        let leading = crate::leadership::campaign(kube::Client::new(server.local_service(), "default"), identity.clone());
+        // The in-server controllers (garbage collector, namespaces, ...) follow the same lease.
+        server.controllers_while(leading.clone());
+        let leader = tokio::spawn(lead(leading, identity, controllers, core_options));
         let served = server.serve(shutdown).await;
         leader.abort();
         served?;
@@ -85,14 +87,10 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
     })
 }
 
-/// Campaigns for the controllers' Lease and runs the core while leading. On losing the lease
+/// Runs the core while `leading` says this server holds the controllers' Lease. On losing the lease
 /// (to another server, or by not renewing it in time) the core stops before anything else, so
 /// it does not go on beside the new leader's, and the campaign goes on.
-async fn lead(client: kube::Client, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions) {
-    let mut leading = match crate::leadership::campaign(client, identity.clone()).await {
-        Ok(leading) => leading,
-        Err(error) => fail(&format!("cannot campaign for the controllers' lease: {error}")),
-    };
+async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions) {
     loop {
         while !*leading.borrow_and_update() {
             if leading.changed().await.is_err() {

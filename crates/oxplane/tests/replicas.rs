@@ -117,8 +117,11 @@ fn controllers_run_on_one_replica_and_move_when_it_is_killed() {
     servers[follower].kubectl_stdin(&["apply", "-f", "-"], &NOP.replace("NAME", "before"));
     servers[follower].kubectl(&["wait", "--for=condition=Ready", "nopresource/before", "--timeout=60s"]);
 
-    // All along, the follower did not lead.
+    // All along, the follower did not lead: neither Crossplane's controllers nor the in-server
+    // ones (garbage collector, namespaces, ...) ran on it.
     assert!(!leads(&servers[follower]), "both replicas ran the controllers");
+    let in_server = |server: &Server| server.log().contains("leading: in-server controllers started");
+    assert!(in_server(&servers[leader]) && !in_server(&servers[follower]), "the in-server controllers run on the leader only");
 
     servers[leader].kill();
     // Once the lease (15 s) has expired, the follower takes it over. The bound leaves room for
@@ -127,6 +130,13 @@ fn controllers_run_on_one_replica_and_move_when_it_is_killed() {
     assert_eq!(holder(&servers[follower]), identity(&servers[follower]));
     servers[follower].kubectl_stdin(&["apply", "-f", "-"], &NOP.replace("NAME", "after"));
     servers[follower].kubectl(&["wait", "--for=condition=Ready", "nopresource/after", "--timeout=60s"]);
+    // The in-server controllers moved too: the namespace controller, now on the follower alone,
+    // empties and removes a deleted namespace.
+    assert!(in_server(&servers[follower]));
+    servers[follower].kubectl(&["create", "namespace", "doomed"]);
+    servers[follower].kubectl(&["create", "configmap", "inside", "-n", "doomed"]);
+    servers[follower].kubectl(&["delete", "namespace", "doomed", "--wait=false"]);
+    within(Duration::from_secs(60), "the deleted namespace is gone", || servers[follower].get(&["namespace", "doomed"]).is_none());
 }
 
 /// How many composites the leader is killed in the middle of composing.

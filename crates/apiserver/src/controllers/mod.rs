@@ -36,6 +36,44 @@ impl Drop for Controllers {
     }
 }
 
+/// The in-server controllers for as long as the server serves; dropping this stops them.
+pub enum Gated {
+    /// Running from start to end.
+    Always(Controllers),
+    /// Started each time leadership is gained and stopped each time it is lost, by this task.
+    WhileLeading(tokio::task::JoinHandle<()>),
+}
+
+impl Gated {
+    /// Runs the controllers only while `leading` holds `true`; they stop when it closes.
+    pub fn spawn(state: Arc<AppState>, mut leading: tokio::sync::watch::Receiver<bool>) -> Gated {
+        Gated::WhileLeading(tokio::spawn(async move {
+            loop {
+                if leading.wait_for(|leads| *leads).await.is_err() {
+                    return;
+                }
+                let running = start(&state);
+                tracing::info!("leading: in-server controllers started");
+                let closed = leading.wait_for(|leads| !*leads).await.is_err();
+                drop(running);
+                tracing::info!("not leading: in-server controllers stopped");
+                if closed {
+                    return;
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for Gated {
+    fn drop(&mut self) {
+        if let Gated::WhileLeading(task) = self {
+            // Aborting the task drops the controllers it holds, which stops them.
+            task.abort();
+        }
+    }
+}
+
 /// Starts every in-server controller on the runtime.
 pub fn start(state: &Arc<AppState>) -> Controllers {
     Controllers {

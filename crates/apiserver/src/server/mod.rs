@@ -110,6 +110,9 @@ pub struct Server {
     token: String,
     /// The data directory's lock when the store does not hold it (memory, etcd).
     _lock: Option<DirLock>,
+    /// When set, the in-server controllers run only while it holds `true` (see
+    /// [`Server::controllers_while`]).
+    leading: Option<tokio::sync::watch::Receiver<bool>>,
 }
 
 impl Server {
@@ -161,7 +164,7 @@ impl Server {
         if matches!(config.store, StoreBackend::Etcd(_)) {
             http::crds::follow_other_servers(&state);
         }
-        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock })
+        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock, leading: None })
     }
 
     /// The shared server state (for in-process users such as benchmarks).
@@ -186,12 +189,23 @@ impl Server {
         LocalService { router: http::router(self.state.clone()), user: Arc::new(user) }
     }
 
+    /// Runs the in-server controllers (garbage collector, namespace deletion, CRD cleanup,
+    /// aggregation, Event expiry) only while `leading` holds `true`, as kube-controller-manager
+    /// runs on the holder of its lease only: servers sharing a store then do each piece of work
+    /// once. Without it they run as long as the server serves.
+    pub fn controllers_while(&mut self, leading: tokio::sync::watch::Receiver<bool>) {
+        self.leading = Some(leading);
+    }
+
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
-        let Server { dir, store, state, listener, local, certs, token, _lock } = self;
+        let Server { dir, store, state, listener, local, certs, token, _lock, leading } = self;
         let client_certs = crate::authn::CertificateAuthenticator::new(&certs.ca_pem).map_err(ServeError::Tls)?;
         let tls_config = tls::server_config(&certs, client_certs.tls_verifier())?;
-        let _controllers = crate::controllers::start(&state);
+        let _controllers = match leading {
+            None => crate::controllers::Gated::Always(crate::controllers::start(&state)),
+            Some(leading) => crate::controllers::Gated::spawn(state.clone(), leading),
+        };
         kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
         state.ready.store(true, Ordering::SeqCst);
         tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");
