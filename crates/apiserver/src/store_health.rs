@@ -78,11 +78,13 @@ pub fn spawn_probe(state: &Arc<AppState>) {
 }
 
 /// Adds a `Warning` to reads answered while the store is unreachable: they come from the
-/// watch cache, which may miss writes made through other servers meanwhile.
+/// watch cache, which may miss writes made through other servers meanwhile. A `404` is such an
+/// answer too (the object may have been created where this server could not see it).
 pub async fn warn_stale_reads(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
     let read = request.method() == Method::GET;
     let response = next.run(request).await;
-    if !read || state.store_health.is_reachable() || !response.status().is_success() {
+    let from_cache = response.status().is_success() || response.status() == axum::http::StatusCode::NOT_FOUND;
+    if !read || state.store_health.is_reachable() || !from_cache {
         return response;
     }
     let warning = format!(

@@ -120,6 +120,10 @@ fn losing_etcd_refuses_writes_keeps_reads_and_recovers_without_restart() {
     let (code, headers, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/before", None);
     assert_eq!(code, 200, "{answer}");
     assert!(headers.contains("served from the watch cache"), "{headers}");
+    // Not found in the cache is no proof of absence either, and says so.
+    let (code, headers, answer) = server.curl("GET", "/api/v1/namespaces/default/configmaps/elsewhere", None);
+    assert_eq!(code, 404, "{answer}");
+    assert!(headers.contains("served from the watch cache"), "{headers}");
     let listed = server.kubectl_command(&["get", "configmaps", "-o", "name"]).output().unwrap();
     assert!(String::from_utf8_lossy(&listed.stdout).contains("configmap/before"));
     assert!(String::from_utf8_lossy(&listed.stderr).contains("the store is unreachable"));
