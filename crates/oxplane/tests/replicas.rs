@@ -51,8 +51,14 @@ fn replicas_serve_the_same_objects_to_one_kubeconfig_and_watches_see_every_write
             }
         }
     });
-    // Let the watch start before writing.
-    std::thread::sleep(Duration::from_secs(2));
+    // The watch has started once it shows a write: write markers through B until one shows.
+    for marker in 0.. {
+        assert!(marker < 60, "the watch on A never showed a write");
+        b.kubectl(&["create", "configmap", &format!("marker-{marker}")]);
+        if seen.recv_timeout(Duration::from_secs(1)).is_ok_and(|line| line.starts_with("configmap/marker-")) {
+            break;
+        }
+    }
     let names: Vec<String> = (0..10).map(|i| format!("from-b-{i}")).collect();
     for name in &names {
         b.kubectl(&["create", "configmap", name]);
@@ -60,7 +66,7 @@ fn replicas_serve_the_same_objects_to_one_kubeconfig_and_watches_see_every_write
     let mut got = Vec::new();
     while got.len() < names.len() {
         let line = seen.recv_timeout(Duration::from_secs(30)).expect("watch events on A");
-        if let Some(name) = line.strip_prefix("configmap/") {
+        if let Some(name) = line.strip_prefix("configmap/").filter(|name| !name.starts_with("marker-")) {
             got.push(name.to_string());
         }
     }
