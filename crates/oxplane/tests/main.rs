@@ -37,3 +37,4 @@ mod trace;
 mod up;
 mod usages;
 mod validate;
+mod webapp_example;

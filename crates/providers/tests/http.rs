@@ -298,3 +298,78 @@ async fn disposable_requests_send_once_retry_to_their_limit_and_loop() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(rest.posts(), before);
 }
+
+/// A Secret in `default` holding `key`.
+async fn put_secret(runtime: &oxplane_runtime::Runtime, name: &str, data: &[(&str, &str)]) {
+    let string_data: serde_json::Map<String, Value> = data.iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": "default"}, "stringData": string_data});
+    runtime.kube.create(&secret_kind(), &secret).await.unwrap();
+}
+
+fn selector(name: &str, key: &str) -> Value {
+    json!({"name": name, "namespace": "default", "key": key})
+}
+
+#[tokio::test]
+async fn requests_over_https_trust_what_their_tls_settings_say() {
+    use base64::Engine;
+    let (_server, runtime, _provider, _plain) = setup().await;
+    let rest = RestServer::start_tls(false).await.unwrap();
+    let base = rest.base_url();
+    assert!(base.starts_with("https://"));
+    let dr = kind("DisposableRequest", false);
+    let request_kind = kind("Request", false);
+    let config_kind = Kind::new(http::CLUSTER_GROUP, "v1alpha1", "ProviderConfig", "providerconfigs", false);
+
+    // No TLS settings: the test CA is not among the system's, so the certificate is refused.
+    runtime.kube.create(&dr, &disposable("untrusted", json!({"url": format!("{base}/health"), "method": "GET"}))).await.unwrap();
+    let refused = wait_object(&runtime, &dr, None, "untrusted", "Synced=False for an unknown CA", |o| synced_false_with(o, "certificate")).await;
+    assert!(conditions::get(&refused, "Synced").unwrap().message.contains(&format!("{base}/health")));
+
+    // insecureSkipTLSVerify: any certificate.
+    let mut skip = user_request("insecure", &base, "insecure", "insecure@example.com", None);
+    skip["spec"]["forProvider"]["insecureSkipTLSVerify"] = json!(true);
+    runtime.kube.create(&request_kind, &skip).await.unwrap();
+    wait_object(&runtime, &request_kind, None, "insecure", "Ready over HTTPS without verification", ready_and_synced).await;
+
+    // The CA from a Secret named by the ProviderConfig.
+    let ca = rest.ca_pem().unwrap().to_string();
+    put_secret(&runtime, "rest-ca", &[("ca.crt", &ca)]).await;
+    let config = json!({"apiVersion": "http.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "with-ca"},
+        "spec": {"credentials": {"source": "None"}, "tls": {"caCertSecretRef": selector("rest-ca", "ca.crt")}}});
+    runtime.kube.create(&config_kind, &config).await.unwrap();
+    let mut verified = user_request("verified", &base, "verified", "verified@example.com", None);
+    verified["spec"]["providerConfigRef"] = json!({"name": "with-ca"});
+    runtime.kube.create(&request_kind, &verified).await.unwrap();
+    wait_object(&runtime, &request_kind, None, "verified", "Ready with the ProviderConfig's CA", ready_and_synced).await;
+
+    // The CA inline, in the resource's own tlsConfig.
+    let bundle = base64::engine::general_purpose::STANDARD.encode(&ca);
+    runtime.kube.create(&dr, &disposable("inline-ca", json!({"url": format!("{base}/health"), "method": "GET", "tlsConfig": {"caBundle": bundle}, "expectedResponse": ".body.status == \"ok\""}))).await.unwrap();
+    wait_object(&runtime, &dr, None, "inline-ca", "Ready with an inline CA", ready_and_synced).await;
+    let names: Vec<String> = rest.users().iter().filter_map(|u| u["username"].as_str().map(str::to_string)).collect();
+    assert_eq!(names, ["insecure", "verified"]);
+
+    // A service that requires a client certificate: refused without one, served with the
+    // certificate and key from Secrets named by the ProviderConfig.
+    let mutual = RestServer::start_tls(true).await.unwrap();
+    let (cert, key) = mutual.client_certificate().unwrap();
+    put_secret(&runtime, "rest-client", &[("ca.crt", mutual.ca_pem().unwrap()), ("tls.crt", cert), ("tls.key", key)]).await;
+    let mut mtls = config.clone();
+    mtls["metadata"]["name"] = json!("mutual");
+    mtls["spec"]["tls"] = json!({"caCertSecretRef": selector("rest-client", "ca.crt"), "clientCertSecretRef": selector("rest-client", "tls.crt"), "clientKeySecretRef": selector("rest-client", "tls.key")});
+    runtime.kube.create(&config_kind, &mtls).await.unwrap();
+    let mut anonymous = disposable("anonymous", json!({"url": format!("{}/health", mutual.base_url()), "method": "GET", "insecureSkipTLSVerify": true}));
+    anonymous["spec"]["forProvider"]["rollbackRetriesLimit"] = json!(1);
+    runtime.kube.create(&dr, &anonymous).await.unwrap();
+    wait_object(&runtime, &dr, None, "anonymous", "Synced=False without a client certificate", |o| conditions::get(o, "Synced").is_some_and(|c| c.status == "False")).await;
+    let mut signed = user_request("signed", &mutual.base_url(), "signed", "signed@example.com", None);
+    signed["spec"]["providerConfigRef"] = json!({"name": "mutual"});
+    runtime.kube.create(&request_kind, &signed).await.unwrap();
+    wait_object(&runtime, &request_kind, None, "signed", "Ready with a client certificate", ready_and_synced).await;
+    assert_eq!(mutual.users().len(), 1);
+    for name in ["insecure", "verified", "signed"] {
+        runtime.kube.delete(&request_kind, None, name, &Default::default()).await.unwrap();
+    }
+    support::wait_for("the users to be deleted", async || (rest.users().is_empty() && mutual.users().is_empty()).then_some(())).await;
+}

@@ -9,6 +9,10 @@
 //! It can be stopped and started again on the same port (its data survives, as a real
 //! service's would), made to answer the next requests with 500, or to answer slowly. It
 //! records every POST and the `Authorization` headers it saw.
+//!
+//! [`RestServer::start_tls`] serves it over HTTPS instead, under a certificate for
+//! `127.0.0.1` and `localhost` from a CA of its own (rcgen, through the function CA's
+//! issuer), optionally requiring a client certificate from the same CA.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -140,11 +144,54 @@ async fn notify(State(data): State<Shared>, headers: HeaderMap, body: String) ->
     (StatusCode::OK, axum::Json(json!({"received": body, "job_status": "success"}))).into_response()
 }
 
+/// The HTTPS side of a [`RestServer`]: its rustls configuration and the PEMs a client needs.
+struct Https {
+    config: Arc<rustls::ServerConfig>,
+    ca_pem: String,
+    client_cert_pem: String,
+    client_key_pem: String,
+    _dir: tempfile::TempDir,
+}
+
+/// Why an HTTPS service could not be set up.
+fn tls_error(error: impl std::fmt::Display) -> std::io::Error {
+    std::io::Error::other(format!("TLS: {error}"))
+}
+
+impl Https {
+    fn new(require_client_certificate: bool) -> std::io::Result<Https> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let dir = tempfile::tempdir()?;
+        let ca = oxplane_functions::grpc::tls::CertificateAuthority::load_or_create(dir.path()).map_err(tls_error)?;
+        let server = ca.issue_server(&["127.0.0.1".to_string(), "localhost".to_string()]).map_err(tls_error)?;
+        let client = ca.client_tls(std::time::SystemTime::now()).map_err(tls_error)?;
+        let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(server.cert_pem.as_bytes()).collect::<Result<_, _>>().map_err(tls_error)?;
+        let key = PrivateKeyDer::from_pem_slice(server.key_pem.as_bytes()).map_err(tls_error)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = rustls::ServerConfig::builder_with_provider(provider.clone()).with_safe_default_protocol_versions().map_err(tls_error)?;
+        let builder = if require_client_certificate {
+            let mut roots = rustls::RootCertStore::empty();
+            for cert in CertificateDer::pem_slice_iter(ca.ca_pem().as_bytes()) {
+                roots.add(cert.map_err(tls_error)?).map_err(tls_error)?;
+            }
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().map_err(tls_error)?;
+            builder.with_client_cert_verifier(verifier)
+        } else {
+            builder.with_no_client_auth()
+        };
+        let mut config = builder.with_single_cert(chain, key).map_err(tls_error)?;
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Ok(Https { config: Arc::new(config), ca_pem: ca.ca_pem().to_string(), client_cert_pem: client.cert_pem, client_key_pem: client.key_pem, _dir: dir })
+    }
+}
+
 /// The service.
 pub struct RestServer {
     data: Shared,
     address: SocketAddr,
     task: Option<tokio::task::JoinHandle<()>>,
+    https: Option<Https>,
 }
 
 impl RestServer {
@@ -152,9 +199,30 @@ impl RestServer {
     pub async fn start() -> std::io::Result<RestServer> {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
         let address = listener.local_addr()?;
-        let mut server = RestServer { data: Shared::default(), address, task: None };
+        let mut server = RestServer { data: Shared::default(), address, task: None, https: None };
         server.serve(listener);
         Ok(server)
+    }
+
+    /// Starts on a free port over HTTPS, requiring a client certificate (from
+    /// [`RestServer::client_certificate`]) if asked to.
+    pub async fn start_tls(require_client_certificate: bool) -> std::io::Result<RestServer> {
+        let https = Https::new(require_client_certificate)?;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?;
+        let mut server = RestServer { data: Shared::default(), address, task: None, https: Some(https) };
+        server.serve(listener);
+        Ok(server)
+    }
+
+    /// PEM of the CA the HTTPS certificate chains to.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.https.as_ref().map(|h| h.ca_pem.as_str())
+    }
+
+    /// PEM of a client certificate and its key that the HTTPS service accepts.
+    pub fn client_certificate(&self) -> Option<(&str, &str)> {
+        self.https.as_ref().map(|h| (h.client_cert_pem.as_str(), h.client_key_pem.as_str()))
     }
 
     fn serve(&mut self, listener: tokio::net::TcpListener) {
@@ -165,14 +233,33 @@ impl RestServer {
             .route("/api/health", get(health))
             .route("/api/notify", post(notify))
             .with_state(self.data.clone());
+        let Some(https) = &self.https else {
+            self.task = Some(tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            }));
+            return;
+        };
+        // axum::serve speaks plain HTTP only: over TLS each connection is accepted by
+        // tokio-rustls and served by hyper with the same router.
+        let acceptor = tokio_rustls::TlsAcceptor::from(https.config.clone());
         self.task = Some(tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { continue };
+                let (acceptor, app) = (acceptor.clone(), app.clone());
+                tokio::spawn(async move {
+                    let Ok(stream) = acceptor.accept(tcp).await else { return };
+                    let service = hyper_util::service::TowerToHyperService::new(app);
+                    let builder = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+                    let _ = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service).await;
+                });
+            }
         }));
     }
 
-    /// `http://127.0.0.1:PORT/api`.
+    /// `http://127.0.0.1:PORT/api` (`https://` when started with [`RestServer::start_tls`]).
     pub fn base_url(&self) -> String {
-        format!("http://{}/api", self.address)
+        let scheme = if self.https.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/api", self.address)
     }
 
     /// Stops serving (connections are refused) until [`RestServer::restart`].
