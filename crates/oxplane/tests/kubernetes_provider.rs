@@ -145,8 +145,10 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     let mut cel = object("cel-ready", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "team-a"}, "data": {"state": "starting"}}));
     cel["spec"]["readiness"] = json!({"policy": "DeriveFromCelQuery", "celQuery": "object.data.state == 'running'"});
     c.create(&control, &object_kind(), cel);
-    let not_yet = c.wait_object("cel-ready", "Synced with Ready=False", |o| conditions::is_true(o, "Synced") && conditions::get(o, "Ready").is_some_and(|r| r.status == "False"));
-    assert!(conditions::get(&not_yet, "Ready").unwrap().message.contains("celQuery"));
+    // Right after the create Ready=False may still say Creating: wait for the query's verdict.
+    c.wait_object("cel-ready", "Synced with Ready=False by the celQuery", |o| {
+        conditions::is_true(o, "Synced") && conditions::get(o, "Ready").is_some_and(|r| r.status == "False" && r.message.contains("celQuery"))
+    });
     let mut current = c.object("cel-ready").unwrap();
     current["spec"]["forProvider"]["manifest"]["data"]["state"] = json!("running");
     c.rt.block_on(control.replace(&object_kind(), &current)).unwrap();
