@@ -258,6 +258,18 @@ impl Kube {
         Ok(self.client.request(request).await?)
     }
 
+    /// What a server-side apply of `object` as `manager` would store, without storing it
+    /// (`dryRun=All`): the merged object, or the created one with its defaults.
+    pub async fn apply_dry_run(&self, kind: &Kind, object: &Value, manager: &str, force: bool) -> Result<Value, ApiError> {
+        let (namespace, name) = name_of(object)?;
+        let mut params = PatchParams::apply(manager);
+        params.force = force;
+        params.dry_run = true;
+        let request =
+            Request::new(kind.collection_path(namespace)).patch(name, &params, &Patch::Apply(object)).map_err(request_error)?;
+        Ok(self.client.request(request).await?)
+    }
+
     /// Server-side apply of the status subresource.
     pub async fn apply_status(&self, kind: &Kind, object: &Value, manager: &str, force: bool) -> Result<Value, ApiError> {
         let (namespace, name) = name_of(object)?;

@@ -3,6 +3,7 @@
 //! - `shape.rs`: where Crossplane's machinery lives in an XR (modern or legacy).
 //! - `select.rs`: Composition and revision selection.
 //! - `pipeline.rs`: running the function pipeline.
+//! - `plan.rs`: what composing an object would do, in dry run (not yet served).
 //! - `compose.rs`: composed resources' metadata, namespaces, garbage collection.
 //! - `names.rs`: deterministic composed resource names.
 //! - `dependencies.rs`: realtime watches of composed and required kinds, counted.
@@ -12,6 +13,7 @@ pub mod compose;
 pub mod dependencies;
 pub mod names;
 pub mod pipeline;
+pub mod plan;
 pub mod reconciler;
 pub mod select;
 pub mod shape;

@@ -1,7 +1,3 @@
-//! Not compiled yet (not declared in `composite/mod.rs`): it needs the reconciler's
-//! observation shared as a function and a dry-run apply on `Kube`, then the `oxplane diff`
-//! command drafted in `crates/oxplane/src/commands/diff/mod.rs.draft`.
-//!
 //! Plans: what applying a composite resource (or a claim) would do, computed by the XR
 //! controller's own steps with nothing written. The object is server-side applied in dry run
 //! (so defaults and merging are the server's), its Composition and revision selected, its

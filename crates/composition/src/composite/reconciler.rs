@@ -567,65 +567,17 @@ impl XrReconciler {
         }
     }
 
-    /// The observed state: the composite, and each composed resource its references name that
-    /// it controls.
+    /// The observed state, composed resources read from the dependency watches' caches where
+    /// they are synced.
     async fn observe(&self, xr: &Value) -> Result<(State, BTreeMap<String, Value>), String> {
-        let mut resources = BTreeMap::new();
-        let mut objects = BTreeMap::new();
-        let uid = object::uid(xr).unwrap_or_default();
-        for reference in self.xr_type.field(xr, "resourceRefs").and_then(Value::as_array).into_iter().flatten() {
-            let (Some(api_version), Some(kind), Some(name)) = (
-                reference.get("apiVersion").and_then(Value::as_str),
-                reference.get("kind").and_then(Value::as_str),
-                reference.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()),
-            ) else {
-                continue;
-            };
-            let gvk = Gvk::from_api_version(api_version, kind);
-            let namespace = if self.xr_type.kind.namespaced {
-                object::namespace(xr).map(str::to_string)
-            } else {
-                reference.get("namespace").and_then(Value::as_str).map(str::to_string)
-            };
-            let kind = match self.runtime.watches.kinds().resolve(&gvk).await {
-                Ok(kind) => kind,
-                Err(error @ KindError::NotServed { .. }) => return Err(format!("cannot observe composed resource {name:?}: {error}")),
-                Err(error) => return Err(error.to_string()),
-            };
-            let key = ObjectKey::new(namespace.as_deref().filter(|_| kind.namespaced), name);
-            let cached = self.dependencies.informer(&gvk).filter(|i| i.state() == oxplane_runtime::watches::InformerState::Synced).and_then(|i| i.get(&key));
-            let composed = match cached {
-                Some(object) => (*object).clone(),
-                None => match self.runtime.kube.get(&kind, key.namespace.as_deref(), name).await {
-                    Ok(Some(object)) => object,
-                    Ok(None) => continue,
-                    Err(error) => return Err(format!("cannot get composed resource {name:?}: {error}")),
-                },
-            };
-            if object::controller_uid(&composed) != Some(uid) {
-                continue;
-            }
-            let Some(resource_name) = object::annotation(&composed, ANNOTATION_RESOURCE_NAME).map(str::to_string) else {
-                return Err(format!("encountered composed resource without required {ANNOTATION_RESOURCE_NAME:?} annotation"));
-            };
-            let details = match oxplane_runtime::managed::connection::secret_ref(&composed) {
-                Some(Ok((namespace, secret))) => {
-                    oxplane_runtime::managed::connection::read_secret(&self.runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
-                }
-                _ => Default::default(),
-            };
-            resources.insert(resource_name.clone(), Resource { resource: composed.clone(), connection_details: details, ready: Ready::Unspecified });
-            objects.insert(resource_name, composed);
-        }
-        // A legacy composite's own connection details are what its Secret holds.
-        let composite_details = match self.xr_type.legacy.then(|| oxplane_runtime::managed::connection::secret_ref(xr)).flatten() {
-            Some(Ok((namespace, secret))) => {
-                oxplane_runtime::managed::connection::read_secret(&self.runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
-            }
-            _ => Default::default(),
+        let cached = |gvk: &Gvk, key: &ObjectKey| {
+            self.dependencies
+                .informer(gvk)
+                .filter(|i| i.state() == oxplane_runtime::watches::InformerState::Synced)
+                .and_then(|i| i.get(key))
+                .map(|object| (*object).clone())
         };
-        let state = State { composite: Some(Resource { resource: xr.clone(), connection_details: composite_details, ..Default::default() }), resources };
-        Ok((state, objects))
+        observe(&self.runtime, &self.xr_type, xr, &cached).await
     }
 
     /// Applies one composed resource, unless the same object was applied already and the
@@ -674,6 +626,72 @@ impl XrReconciler {
 }
 
 
+
+/// The observed state of `xr`: the composite, and each composed resource its references name
+/// that it controls (from `cached` when it has it, else read), with their connection details;
+/// also the composed objects by composition resource name.
+pub async fn observe(
+runtime: &Runtime,
+xr_type: &XrType,
+xr: &Value,
+cached: &(dyn Fn(&Gvk, &ObjectKey) -> Option<Value> + Sync),
+) -> Result<(State, BTreeMap<String, Value>), String> {
+    let mut resources = BTreeMap::new();
+    let mut objects = BTreeMap::new();
+    let uid = object::uid(xr).unwrap_or_default();
+    for reference in xr_type.field(xr, "resourceRefs").and_then(Value::as_array).into_iter().flatten() {
+        let (Some(api_version), Some(kind), Some(name)) = (
+            reference.get("apiVersion").and_then(Value::as_str),
+            reference.get("kind").and_then(Value::as_str),
+            reference.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()),
+        ) else {
+            continue;
+        };
+        let gvk = Gvk::from_api_version(api_version, kind);
+        let namespace = if xr_type.kind.namespaced {
+            object::namespace(xr).map(str::to_string)
+        } else {
+            reference.get("namespace").and_then(Value::as_str).map(str::to_string)
+        };
+        let kind = match runtime.watches.kinds().resolve(&gvk).await {
+            Ok(kind) => kind,
+            Err(error @ KindError::NotServed { .. }) => return Err(format!("cannot observe composed resource {name:?}: {error}")),
+            Err(error) => return Err(error.to_string()),
+        };
+        let key = ObjectKey::new(namespace.as_deref().filter(|_| kind.namespaced), name);
+        let composed = match cached(&gvk, &key) {
+            Some(object) => object,
+            None => match runtime.kube.get(&kind, key.namespace.as_deref(), name).await {
+                Ok(Some(object)) => object,
+                Ok(None) => continue,
+                Err(error) => return Err(format!("cannot get composed resource {name:?}: {error}")),
+            },
+        };
+        if object::controller_uid(&composed) != Some(uid) {
+            continue;
+        }
+        let Some(resource_name) = object::annotation(&composed, ANNOTATION_RESOURCE_NAME).map(str::to_string) else {
+            return Err(format!("encountered composed resource without required {ANNOTATION_RESOURCE_NAME:?} annotation"));
+        };
+        let details = match oxplane_runtime::managed::connection::secret_ref(&composed) {
+            Some(Ok((namespace, secret))) => {
+                oxplane_runtime::managed::connection::read_secret(&runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
+            }
+            _ => Default::default(),
+        };
+        resources.insert(resource_name.clone(), Resource { resource: composed.clone(), connection_details: details, ready: Ready::Unspecified });
+        objects.insert(resource_name, composed);
+    }
+    // A legacy composite's own connection details are what its Secret holds.
+    let composite_details = match xr_type.legacy.then(|| oxplane_runtime::managed::connection::secret_ref(xr)).flatten() {
+        Some(Ok((namespace, secret))) => {
+            oxplane_runtime::managed::connection::read_secret(&runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
+        }
+        _ => Default::default(),
+    };
+    let state = State { composite: Some(Resource { resource: xr.clone(), connection_details: composite_details, ..Default::default() }), resources };
+    Ok((state, objects))
+}
 
 /// The steps of a revision: its pipeline, or for the legacy `mode: Resources` (also when the
 /// mode is unset and there are resources but no pipeline) one patch-and-transform step built
