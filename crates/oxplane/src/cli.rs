@@ -117,6 +117,9 @@ pub enum Command {
     Trace(crate::commands::trace::TraceArgs),
     /// Validate resources offline against the schemas of CRDs, XRDs and providers.
     Validate(crate::commands::validate::ValidateArgs),
+    /// Show what applying composite resources or claims would change: the composed resources
+    /// that would be created, changed (field by field) and deleted, with nothing written.
+    Diff(crate::commands::diff::DiffArgs),
     /// Commands on resources (`resource trace`, `resource validate`).
     Resource {
         /// Which.
@@ -222,6 +225,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Controllers(args) => crate::commands::controllers::run(args),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
+        Command::Diff(args) => crate::commands::diff::run(args),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
         Command::Validate(args) | Command::Resource { which: ResourceCommand::Validate(args) } => crate::commands::validate::run(args),
     }

@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod commands;
 mod leadership;
+mod plan_action;
 mod server_flags;
 mod up;
 mod usage_protection;

@@ -56,6 +56,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
             server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
+        let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());
         let core_options = move || CoreOptions {
             providers: oxplane_providers::catalog(),
             functions: oxplane_functions::builtin::catalog(&options.functions),
@@ -71,6 +72,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         }
         if !shared {
             let core = Core::start(&controllers, core_options()).await.context("starting Crossplane's core")?;
+            planner.set(Some(core.functions.clone()));
             server.serve(shutdown).await?;
             core.stop();
             return anyhow::Ok(());
@@ -79,7 +81,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         let leading = crate::leadership::campaign(kube::Client::new(server.local_service(), "default"), identity.clone());
         // The in-server controllers (garbage collector, namespaces, ...) follow the same lease.
         server.controllers_while(leading.clone());
-        let leader = tokio::spawn(lead(leading, identity, controllers, core_options));
+        let leader = tokio::spawn(lead(leading, identity, controllers, core_options, planner));
         let served = server.serve(shutdown).await;
         leader.abort();
         served?;
@@ -90,7 +92,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
 /// Runs the core while `leading` says this server holds the controllers' Lease. On losing the lease
 /// (to another server, or by not renewing it in time) the core stops before anything else, so
 /// it does not go on beside the new leader's, and the campaign goes on.
-async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions) {
+async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions, planner: crate::plan_action::Planner) {
     loop {
         while !*leading.borrow_and_update() {
             if leading.changed().await.is_err() {
@@ -114,10 +116,12 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
                 continue;
             }
         };
+        planner.set(Some(core.functions.clone()));
         if leading.wait_for(|leads| !*leads).await.is_err() {
             core.stop();
             fail("the controllers' lease campaign ended");
         }
+        planner.set(None);
         core.stop();
         drop(core);
         tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");

@@ -11,6 +11,7 @@ mod conversion_webhooks;
 mod conformance;
 mod controllers_only;
 mod deletion;
+mod diff;
 mod etcd;
 mod external_functions;
 mod function_parity;

@@ -54,6 +54,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         )
         .route("/metrics", get(health::metrics))
         .route("/debug/oxplane/{name}", get(extensions::debug_page))
+        .route("/oxplane/v1alpha1/{name}", axum::routing::post(extensions::action))
         .route("/openapi/v2", get(openapi_v2))
         .route("/openapi/v3", get(openapi_index))
         .route("/openapi/v3/{*path}", get(openapi_document))

@@ -128,6 +128,20 @@ impl Kube {
         })
     }
 
+    /// POSTs `body` as JSON to `url` and reads the JSON answer.
+    pub async fn post(&self, url: &str, body: &Value) -> Result<Value, RequestError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Other(e.into()))?;
+        let request = http::Request::post(url)
+            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .body(bytes)
+            .map_err(|e| RequestError::Other(e.into()))?;
+        self.client.request::<Value>(request).await.map_err(|e| match e {
+            kube::Error::Api(status) => RequestError::Api(status),
+            other => RequestError::Other(other.into()),
+        })
+    }
+
     /// The resources a group version serves (cached), or none when it is not served.
     pub async fn group_version(&self, api_version: &str) -> anyhow::Result<Vec<Resource>> {
         if let Some(found) = self.discovered.lock().map_err(|_| anyhow::anyhow!("discovery cache poisoned"))?.get(api_version) {

@@ -3,6 +3,7 @@
 //! kubeconfig or works offline on files.
 
 pub mod controllers;
+pub mod diff;
 pub mod function;
 pub mod kube;
 pub mod load;

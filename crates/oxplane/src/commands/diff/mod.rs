@@ -10,9 +10,6 @@ use serde_json::Value;
 use super::kube::{Kube, KubeArgs};
 use crate::commands::load;
 
-/// Where the server answers plans.
-pub const PLAN_PATH: &str = "/oxplane/v1alpha1/plan";
-
 /// The flags of `diff`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DiffArgs {
@@ -54,7 +51,7 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
                 // The server drops it again for a cluster-scoped kind.
                 metadata.insert("namespace".into(), Value::String(namespace.clone()));
             }
-            let plan = kube.post(PLAN_PATH, &object).await.map_err(|e| anyhow::anyhow!("cannot plan {}/{}: {e}", load::kind(&object), load::name(&object)))?;
+            let plan = kube.post(&crate::plan_action::path(), &object).await.map_err(|e| anyhow::anyhow!("cannot plan {}/{}: {e}", load::kind(&object), load::name(&object)))?;
             match args.output {
                 DiffOutput::Json => println!("{}", serde_json::to_string(&plan)?),
                 DiffOutput::Tree => print!("{}", tree(&plan)),
