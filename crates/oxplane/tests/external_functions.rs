@@ -189,6 +189,21 @@ fn python_functions_compose_beside_built_in_ones_insecure_and_over_mutual_tls() 
     server.apply("apiVersion: example.org/v1alpha1\nkind: XPetSet\nmetadata: {name: cats}\nspec: {size: small, replicas: 2, compositionRef: {name: plain-petsets}}\n");
     server.apply("apiVersion: example.org/v1alpha1\nkind: XPetSet\nmetadata: {name: dogs}\nspec: {size: large, replicas: 3, compositionRef: {name: mtls-petsets}}\n");
 
+    let document: serde_json::Value = serde_json::from_str(&server.kubectl(&["get", "--raw", "/openapi/v3/apis/example.org/v1alpha1"])).unwrap();
+    let served_spec_fields = document["components"]["schemas"]
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|schema| schema["x-kubernetes-group-version-kind"][0]["kind"] == "XPetSet")
+        .map(|schema| {
+            let mut fields: Vec<String> = schema["properties"]["spec"]["properties"].as_object().unwrap().keys().cloned().collect();
+            fields.sort();
+            fields.join(",")
+        })
+        .unwrap();
+    for field in ["compositionRef", "replicas", "size"] {
+        assert!(served_spec_fields.split(',').any(|f| f == field), "{served_spec_fields}");
+    }
     for (xr, size, replicas) in [("cats", "small", 2), ("dogs", "large", 3)] {
         within(T, &format!("{xr} Ready"), || server.get(&["xpetset", xr]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced")));
         let nops = composed_nops(&server, xr);
@@ -207,6 +222,9 @@ fn python_functions_compose_beside_built_in_ones_insecure_and_over_mutual_tls() 
         let status = &server.get(&["xpetset", xr]).unwrap()["status"];
         assert_eq!(status["pets"], replicas);
         assert_eq!(status["sdkSize"], size);
+        // The SDK function required the XR's own schema and listed its spec fields: those of
+        // the served OpenAPI v3 document, the XRD's and the ones Crossplane adds.
+        assert_eq!(status["schemaFields"], served_spec_fields.as_str(), "{xr}");
         // The SDK function's result, as a Normal event on the XR.
         let events = server.kubectl(&["get", "events", "--field-selector", &format!("involvedObject.name={xr}"), "-o", "json"]);
         assert!(events.contains(&format!("Pipeline step \\\"made-with-the-sdk\\\": composed sdk-made of size {size}")), "{events}");

@@ -49,6 +49,8 @@ pub struct Step {
     pub credentials: Vec<(String, Option<(String, String)>)>,
     /// `requirements.requiredResources`, fetched before the first call.
     pub required: BTreeMap<String, ResourceSelector>,
+    /// `requirements.requiredSchemas`, fetched before the first call.
+    pub required_schemas: BTreeMap<String, SchemaSelector>,
 }
 
 impl Step {
@@ -95,7 +97,13 @@ impl Step {
                 },
             );
         }
-        Ok(Step { name, function: StepFunction::Named(function.to_string()), input: step.get("input").cloned(), credentials, required })
+        let mut required_schemas = BTreeMap::new();
+        for requirement in step.pointer("/requirements/requiredSchemas").and_then(Value::as_array).into_iter().flatten() {
+            let Some(key) = requirement.get("requirementName").and_then(Value::as_str) else { continue };
+            let text = |f: &str| requirement.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
+            required_schemas.insert(key.to_string(), SchemaSelector { api_version: text("apiVersion"), kind: text("kind") });
+        }
+        Ok(Step { name, function: StepFunction::Named(function.to_string()), input: step.get("input").cloned(), credentials, required, required_schemas })
     }
 }
 
@@ -177,6 +185,51 @@ impl PipelineEnv for Live<'_> {
     async fn resources(&self, selector: &ResourceSelector) -> Result<Resources, String> {
         fetch(self.runtime, selector).await
     }
+
+    /// From the API server's OpenAPI v3 document of the group-version, as Crossplane reads
+    /// it; a group-version or kind nobody serves is an empty schema, not an error.
+    async fn schema(&self, selector: &SchemaSelector) -> Result<Schema, String> {
+        let path = openapi_path(&selector.api_version)?;
+        match self.runtime.kube.get_path(&format!("/openapi/v3/{path}")).await {
+            Ok(document) => Ok(Schema { openapi_v3: schema_in(std::slice::from_ref(&document), selector) }),
+            Err(error) if error.is_not_found() => Ok(Schema::default()),
+            Err(error) => Err(format!("cannot get OpenAPI schema for {path}: {error}")),
+        }
+    }
+}
+
+/// Where the API server serves the OpenAPI v3 document of an `apiVersion`: `api/v1` for the
+/// core group, `apis/<group>/<version>` for the others. An apiVersion that is not a group and
+/// a version (more than one `/`, characters no group or version has) is refused, so a
+/// function's requirement can only ever name a document.
+pub fn openapi_path(api_version: &str) -> Result<String, String> {
+    let valid = |part: &str| {
+        !part.is_empty()
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+            && part.split('.').all(|label| !label.is_empty() && !label.starts_with('-') && !label.ends_with('-'))
+    };
+    match api_version.split_once('/') {
+        Some((group, version)) if valid(group) && valid(version) => Ok(format!("apis/{api_version}")),
+        None if valid(api_version) => Ok(format!("api/{api_version}")),
+        _ => Err(format!("cannot parse apiVersion {api_version:?}: not a group/version")),
+    }
+}
+
+/// The schema of the kind a selector names among OpenAPI v3 documents (the answers of
+/// `/openapi/v3/<path>`): the component whose `x-kubernetes-group-version-kind` names that
+/// kind alone (components shared by several kinds, such as `DeleteOptions`, are skipped);
+/// group and version compare case-insensitively, the kind exactly, as Crossplane matches them.
+pub fn schema_in(documents: &[Value], selector: &SchemaSelector) -> Option<Value> {
+    let (group, version) = selector.api_version.split_once('/').unwrap_or(("", selector.api_version.as_str()));
+    documents.iter().find_map(|document| {
+        document.pointer("/components/schemas").and_then(Value::as_object)?.values().find(|schema| {
+            let Some([gvk]) = schema.get("x-kubernetes-group-version-kind").and_then(Value::as_array).map(Vec::as_slice) else {
+                return false;
+            };
+            let field = |f: &str| gvk.get(f).and_then(Value::as_str).unwrap_or_default();
+            field("group").eq_ignore_ascii_case(group) && field("version").eq_ignore_ascii_case(version) && field("kind") == selector.kind
+        })
+    }).cloned()
 }
 
 impl Outcome {
@@ -222,6 +275,10 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
         for (key, selector) in &step.required {
             required_resources.insert(key.clone(), require(env, selector, &mut outcome.required).await?);
         }
+        let mut required_schemas = BTreeMap::new();
+        for (key, selector) in &step.required_schemas {
+            required_schemas.insert(key.clone(), env.schema(selector).await?);
+        }
         let mut request = RunFunctionRequest {
             observed: observed.clone(),
             desired: desired.clone(),
@@ -229,6 +286,7 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
             context: context.clone(),
             credentials,
             required_resources,
+            required_schemas,
             ..Default::default()
         };
         request.meta.capabilities = Capability::ALL.to_vec();
@@ -350,4 +408,56 @@ async fn fetch(runtime: &Runtime, selector: &ResourceSelector) -> Result<Resourc
         key(a).cmp(&key(b))
     });
     Ok(Resources { items: items.into_iter().map(|resource| Resource { resource, ..Default::default() }).collect() })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn selector(api_version: &str, kind: &str) -> SchemaSelector {
+        SchemaSelector { api_version: api_version.into(), kind: kind.into() }
+    }
+
+    #[test]
+    fn schemas_are_found_by_the_one_group_version_kind_they_name() {
+        let document = json!({"components": {"schemas": {
+            "org.example.v1.Config": {"type": "object", "x-kubernetes-group-version-kind": [{"group": "example.org", "version": "v1", "kind": "Config"}]},
+            "io.k8s.DeleteOptions": {"type": "string", "x-kubernetes-group-version-kind": [
+                {"group": "example.org", "version": "v1", "kind": "DeleteOptions"},
+                {"group": "other.org", "version": "v1", "kind": "DeleteOptions"},
+            ]},
+            "v1.Pod": {"type": "array", "x-kubernetes-group-version-kind": [{"group": "", "version": "v1", "kind": "Pod"}]},
+        }}});
+        let documents = [document];
+        assert_eq!(schema_in(&documents, &selector("example.org/v1", "Config")).unwrap()["type"], "object");
+        assert_eq!(schema_in(&documents, &selector("Example.ORG/V1", "Config")).unwrap()["type"], "object");
+        assert_eq!(schema_in(&documents, &selector("v1", "Pod")).unwrap()["type"], "array");
+        assert!(schema_in(&documents, &selector("example.org/v1", "config")).is_none());
+        assert!(schema_in(&documents, &selector("example.org/v2", "Config")).is_none());
+        assert!(schema_in(&documents, &selector("example.org/v1", "DeleteOptions")).is_none());
+    }
+
+    #[test]
+    fn openapi_paths_name_a_group_version_document_only() {
+        assert_eq!(openapi_path("v1").unwrap(), "api/v1");
+        assert_eq!(openapi_path("example.org/v1alpha1").unwrap(), "apis/example.org/v1alpha1");
+        for bad in ["", "a/b/c", "../v1", "example.org/", "/v1", "example.org/v1?x=1", "a b/v1"] {
+            assert!(openapi_path(bad).unwrap_err().contains("cannot parse apiVersion"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn required_schemas_of_a_step_are_read() {
+        let step = Step::parse(&json!({
+            "step": "s",
+            "functionRef": {"name": "f"},
+            "requirements": {"requiredSchemas": [{"requirementName": "xr", "apiVersion": "example.org/v1", "kind": "XThing"}]},
+        }))
+        .unwrap();
+        assert_eq!(step.required_schemas, BTreeMap::from([("xr".to_string(), selector("example.org/v1", "XThing"))]));
+    }
 }

@@ -708,6 +708,7 @@ pub fn steps_of(revision: &Value) -> Result<Vec<Step>, String> {
             input: Some(input),
             credentials: Vec::new(),
             required: BTreeMap::new(),
+            required_schemas: BTreeMap::new(),
         }]);
     }
     spec.get("pipeline").and_then(Value::as_array).into_iter().flatten().map(Step::parse).collect()

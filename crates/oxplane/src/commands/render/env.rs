@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, bail};
-use oxplane_composition::composite::pipeline::PipelineEnv;
+use oxplane_composition::composite::pipeline::{PipelineEnv, schema_in};
 use oxplane_composition::packages::{Placement, placement};
 use oxplane_functions::Function;
 use oxplane_functions::builtin::{BuiltinOptions, builtin_names, catalog};
@@ -106,7 +106,7 @@ impl PipelineEnv for FileEnv {
     }
 
     async fn schema(&self, selector: &SchemaSelector) -> Result<Schema, String> {
-        Ok(Schema { openapi_v3: find_schema(&self.schemas, selector) })
+        Ok(Schema { openapi_v3: schema_in(&self.schemas, selector) })
     }
 
     fn step_failed(&self, step: &str, error: &str) -> String {
@@ -145,28 +145,6 @@ fn matching(objects: &[Value], selector: &ResourceSelector) -> Vec<Value> {
             .cloned()
             .collect(),
     }
-}
-
-/// The schema of a kind among OpenAPI v3 documents (`/openapi/v3/apis/<group>/<version>`
-/// answers): the component whose `x-kubernetes-group-version-kind` names it.
-fn find_schema(documents: &[Value], selector: &SchemaSelector) -> Option<Value> {
-    let (group, version) = match selector.api_version.split_once('/') {
-        Some((group, version)) => (group, version),
-        None => ("", selector.api_version.as_str()),
-    };
-    documents.iter().find_map(|document| {
-        document.pointer("/components/schemas").and_then(Value::as_object)?.values().find_map(|schema| {
-            let names = schema.get("x-kubernetes-group-version-kind")?.as_array()?;
-            names
-                .iter()
-                .any(|gvk| {
-                    gvk.get("group").and_then(Value::as_str).unwrap_or_default() == group
-                        && gvk.get("version").and_then(Value::as_str) == Some(version)
-                        && gvk.get("kind").and_then(Value::as_str) == Some(selector.kind.as_str())
-                })
-                .then(|| schema.clone())
-        })
-    })
 }
 
 /// Reads the OpenAPI v3 documents (JSON) of a `--required-schemas` directory.
@@ -227,16 +205,6 @@ mod tests {
         assert_eq!(data["a"], b"hi");
         assert_eq!(data["b"], b"there");
         assert!(secret_data(&json!({"data": {"a": "!!"}})).unwrap_err().contains("not base64"));
-    }
-
-    #[test]
-    fn schemas_are_found_by_group_version_kind() {
-        let document = json!({"components": {"schemas": {
-            "org.example.v1.Config": {"type": "object", "x-kubernetes-group-version-kind": [{"group": "example.org", "version": "v1", "kind": "Config"}]},
-        }}});
-        let found = find_schema(&[document.clone()], &SchemaSelector { api_version: "example.org/v1".into(), kind: "Config".into() });
-        assert_eq!(found.unwrap()["type"], "object");
-        assert!(find_schema(&[document], &SchemaSelector { api_version: "example.org/v2".into(), kind: "Config".into() }).is_none());
     }
 
     #[test]
