@@ -54,6 +54,8 @@ pub struct CoreOptions {
     /// oxplane's certificate authority for functions called with mutual TLS (a directory in
     /// the data directory); none: only plain-text function endpoints work.
     pub function_tls_dir: Option<std::path::PathBuf>,
+    /// The function response cache (`--enable-function-response-cache`); none: off.
+    pub function_response_cache: Option<Arc<oxplane_functions::cache::ResponseCache>>,
     /// Providers to install at start: names of built-in providers or package references.
     pub install: Vec<String>,
     /// How often XR controllers rebuild their watches from the composites' references.
@@ -98,7 +100,11 @@ impl Core {
         );
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),
-            packages::start_controller(runtime, Arc::new(FunctionInstaller::new(functions.clone(), options.functions).with_tls_dir(options.function_tls_dir))),
+            packages::start_controller(runtime, Arc::new(
+                FunctionInstaller::new(functions.clone(), options.functions)
+                    .with_tls_dir(options.function_tls_dir)
+                    .with_response_cache(options.function_response_cache),
+            )),
             crate::compositions::start_controller(runtime),
             xrds,
         ];

@@ -12,14 +12,18 @@
 //!   merged into JSON values.
 //! - [`grpc`]: the protocol over gRPC: the `.proto` messages, a client for functions served
 //!   elsewhere, a server for any function, and the CA that secures both with mutual TLS.
+//! - [`cache`]: the function response cache (`--enable-function-response-cache`): responses
+//!   with a TTL kept on disk by request tag.
 //! - [`golang`]: Go's renderings users see in Crossplane's output (`fmt.Sprintf`,
 //!   `encoding/json`, durations).
 //!
-//! This crate does no Kubernetes I/O (its only network I/O is gRPC to and from functions): a
+//! This crate does no Kubernetes I/O (its only network I/O is gRPC to and from functions; its
+//! only files are the CA's and the response cache's): a
 //! function sees only its request and answers with a response; anything it needs from the
 //! cluster it asks for through `requirements`.
 
 pub mod builtin;
+pub mod cache;
 pub mod fieldpath;
 pub mod golang;
 pub mod gotemplate;

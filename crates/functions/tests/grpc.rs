@@ -193,3 +193,39 @@ fn tags_name_the_content_of_a_request() {
     assert_ne!(tag(&a), tag(&b));
     assert_eq!(tag(&a).len(), 64);
 }
+
+/// Counts the calls it answers; every response carries a one-minute TTL and the call's number.
+struct CountingFunction(std::sync::atomic::AtomicUsize);
+
+#[async_trait::async_trait]
+impl Function for CountingFunction {
+    async fn run(&self, request: RunFunctionRequest) -> Result<RunFunctionResponse, FunctionError> {
+        let call = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        let mut response = oxplane_functions::protocol::response_to(&request, Duration::from_secs(60));
+        response.context = Some(json!({"call": call}));
+        Ok(response)
+    }
+}
+
+#[tokio::test]
+async fn the_response_cache_answers_an_identical_request_without_calling_the_function_again() {
+    let counting = Arc::new(CountingFunction(Default::default()));
+    let served = start(counting.clone(), None).await;
+    let remote: Arc<dyn Function> =
+        Arc::new(GrpcFunction::new("function-counting", FunctionEndpoint::insecure(&served.address), Duration::from_secs(30)).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let cache = oxplane_functions::cache::ResponseCache::new(dir.path().join("xfn"), oxplane_functions::cache::DEFAULT_MAX_TTL, 1024 * 1024);
+    let cached = cache.wrap("function-counting", remote);
+    let first = cached.run(request()).await.unwrap();
+    assert_eq!(first.context, Some(json!({"call": 1})));
+    assert_eq!(first.meta.ttl, Some(Duration::from_secs(60)));
+    for _ in 0..3 {
+        assert_eq!(cached.run(request()).await.unwrap(), first);
+    }
+    assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 1);
+    let mut other = request();
+    other.input = Some(json!({"apiVersion": "x/v1", "kind": "Other"}));
+    other.meta.tag = tag(&other);
+    assert_eq!(cached.run(other).await.unwrap().context, Some(json!({"call": 2})));
+    assert!(dir.path().join("xfn/function-counting").join(request().meta.tag).is_file());
+}

@@ -98,6 +98,14 @@ pub enum Command {
         /// (tests of schedules; 1 in production).
         #[arg(long, value_name = "RATE", default_value_t = 1, hide = true)]
         operations_clock_rate: u32,
+        /// Keep the responses of functions reached over gRPC in the data directory
+        /// (`cache/xfn`) and answer an identical request from there until the response's TTL
+        /// passes (Crossplane's alpha feature of the same name).
+        #[arg(long)]
+        enable_function_response_cache: bool,
+        /// The longest a cached function response is kept, whatever its TTL (a Go duration).
+        #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_positive_duration)]
+        xfn_cache_max_ttl: std::time::Duration,
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
@@ -187,6 +195,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             event_ttl,
             enable_operations,
             operations_clock_rate,
+            enable_function_response_cache,
+            xfn_cache_max_ttl,
             security,
             store,
             controllers,
@@ -213,12 +223,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             config.event_ttl = event_ttl;
             security.apply(&mut config);
             config.store = store.backend()?;
+            let function_response_cache = enable_function_response_cache.then(|| {
+                oxplane_functions::cache::ResponseCache::new(config.data_dir.join("cache/xfn"), xfn_cache_max_ttl, oxplane_functions::cache::DEFAULT_MAX_BYTES)
+            });
             crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,
                 functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },
                 controllers,
                 operations: enable_operations.then(|| oxplane_composition::ops::Clock::with_rate(operations_clock_rate)),
+                function_response_cache,
             })
         }
         Command::Bench { which } => bench::run(which),
@@ -233,9 +247,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// `--event-ttl`: a positive Go duration.
 fn parse_event_ttl(text: &str) -> Result<std::time::Duration, String> {
+    parse_positive_duration(text).map_err(|e| e.replace("the duration", "the event TTL"))
+}
+
+/// A Go duration of more than zero.
+fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
     match oxplane_machinery::golang::duration::parse(text) {
-        Ok(ttl) if ttl.is_zero() => Err("the event TTL must be more than zero".to_string()),
-        Ok(ttl) => Ok(ttl),
+        Ok(duration) if duration.is_zero() => Err("the duration must be more than zero".to_string()),
+        Ok(duration) => Ok(duration),
         Err(error) => Err(error.to_string()),
     }
 }

@@ -31,6 +31,8 @@ pub struct UpOptions {
     pub controllers: bool,
     /// Serve Operations (`--enable-operations`), with schedules on this clock.
     pub operations: Option<oxplane_composition::ops::Clock>,
+    /// The function response cache (`--enable-function-response-cache`).
+    pub function_response_cache: Option<std::sync::Arc<oxplane_functions::cache::ResponseCache>>,
 }
 
 /// Runs until SIGTERM or Ctrl-C.
@@ -61,6 +63,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             providers: oxplane_providers::catalog(),
             functions: oxplane_functions::builtin::catalog(&options.functions),
             function_tls_dir: Some(function_tls_dir.clone()),
+            function_response_cache: options.function_response_cache.clone(),
             install: options.providers.clone(),
             reassert: options.reassert,
             circuit: options.circuit,

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::time::SystemTime;
 
 use oxplane_functions::Function;
+use oxplane_functions::cache::ResponseCache;
 use oxplane_functions::grpc::client::DEFAULT_CALL_TIMEOUT;
 use oxplane_functions::grpc::tls::CertificateAuthority;
 use oxplane_functions::grpc::{FunctionEndpoint, GrpcFunction};
@@ -113,12 +114,22 @@ pub struct FunctionInstaller {
     /// Clients of functions reached over gRPC, by Function name, kept while the endpoint
     /// stays the same so every call reuses one channel.
     remotes: Mutex<HashMap<String, Arc<GrpcFunction>>>,
+    /// The response cache functions reached over gRPC answer from, when enabled.
+    cache: Option<Arc<ResponseCache>>,
 }
 
 impl FunctionInstaller {
     /// An installer of the given built-in functions (by package name) into `registry`.
     pub fn new(registry: Arc<FunctionRegistry>, catalog: Vec<(&'static str, Arc<dyn Function>)>) -> Self {
-        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()) }
+        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()), cache: None }
+    }
+
+    /// Answers functions reached over gRPC from `cache` when it holds a live response to the
+    /// same request (`--enable-function-response-cache`). Built-in functions are not cached:
+    /// they run in-process in less time than a cache file takes to read.
+    pub fn with_response_cache(mut self, cache: Option<Arc<ResponseCache>>) -> Self {
+        self.cache = cache;
+        self
     }
 
     /// Uses oxplane's CA in `dir` (created on first use) for functions served with mutual TLS.
@@ -144,7 +155,11 @@ impl FunctionInstaller {
                 _ => {
                     let function = Arc::new(GrpcFunction::new(name, endpoint, DEFAULT_CALL_TIMEOUT).map_err(|e| e.to_string())?);
                     remotes.insert(name.to_string(), function.clone());
-                    self.registry.register(name, function.clone());
+                    let callable: Arc<dyn Function> = function.clone();
+                    self.registry.register(name, match &self.cache {
+                        Some(cache) => cache.wrap(name, callable),
+                        None => callable,
+                    });
                     function
                 }
             }

@@ -51,6 +51,7 @@ impl Plane {
             providers: Vec::new(),
             functions,
             function_tls_dir: Some(server.path().join("pki/functions")),
+            function_response_cache: None,
             install: Vec::new(),
             reassert: Duration::from_secs(2),
             circuit: oxplane_runtime::circuit::CircuitConfig::default(),

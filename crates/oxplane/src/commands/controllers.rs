@@ -41,6 +41,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 providers: oxplane_providers::catalog(),
                 functions: oxplane_functions::builtin::catalog(&Default::default()),
                 function_tls_dir: None,
+                function_response_cache: None,
                 install: args.providers,
                 reassert: Duration::from_secs(30),
                 circuit: Default::default(),
