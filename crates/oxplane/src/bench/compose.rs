@@ -7,6 +7,11 @@
 //! controller at all. Then, on a fresh server, the same XRs composed by a function-go-templating
 //! Composition of the same shape (three NopResources, the size copied in, the marker copied
 //! back): `xr_1000_ready_gotemplating_s`, beside its ratio to the patch-and-transform run.
+//! Last, on a fresh server, the patch-and-transform run again with patch-and-transform served
+//! by `oxplane function serve` as its own process and called over gRPC with mutual TLS:
+//! `xr_1000_ready_external_s` and its ratio to the in-process run, and the latency of one
+//! function call (`function_call_p50_ms`/`p99_ms`, from the server's call histogram) beside
+//! the in-process calls' of the first run (`function_call_in_process_p50_ms`/`p99_ms`).
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -240,6 +245,117 @@ async fn xrs_ready(client: &kube::Client, composition: &str, total: usize, clien
     Ok(done.duration_since(started).as_secs_f64())
 }
 
+/// The Function that names patch-and-transform served as its own process.
+const EXTERNAL: &str = "function-patch-and-transform-external";
+
+/// `oxplane function serve function-patch-and-transform` as a child process with a server
+/// certificate from the server's CA, killed when dropped.
+struct ExternalFunction {
+    child: std::process::Child,
+    address: String,
+}
+
+impl ExternalFunction {
+    fn start(server_dir: &std::path::Path, dir: &std::path::Path) -> anyhow::Result<ExternalFunction> {
+        let exe = std::env::current_exe()?;
+        let certs = dir.join("certs");
+        let status = std::process::Command::new(&exe).args(["function", "certs", "--out"]).arg(&certs).arg("--data-dir").arg(server_dir).status()?;
+        anyhow::ensure!(status.success(), "oxplane function certs failed");
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let address = format!("127.0.0.1:{port}");
+        let child = std::process::Command::new(&exe)
+            .args(["function", "serve", "function-patch-and-transform", "--address", &address, "--tls-certs-dir"])
+            .arg(&certs)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .context("starting oxplane function serve")?;
+        let function = ExternalFunction { child, address };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(&function.address).is_err() {
+            if Instant::now() > deadline {
+                bail!("oxplane function serve did not listen on {}", function.address);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(function)
+    }
+}
+
+impl Drop for ExternalFunction {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits until the Function `name` is Healthy (its endpoint answers).
+async fn wait_healthy(client: &kube::Client, name: &str) -> anyhow::Result<()> {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource("pkg.crossplane.io", "v1", "Function", "functions"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let healthy = api.get_opt(name).await?.is_some_and(|f| {
+            f.data["status"]["conditions"].as_array().is_some_and(|c| c.iter().any(|c| c["type"] == "Healthy" && c["status"] == "True"))
+        });
+        if healthy {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            bail!("Function {name} did not become Healthy");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The successful calls of one function in the server's call-latency histogram: cumulative
+/// counts by upper bound, in seconds.
+struct CallHistogram {
+    buckets: Vec<(f64, f64)>,
+}
+
+impl CallHistogram {
+    /// The `q` quantile, interpolated linearly within its bucket as Prometheus'
+    /// `histogram_quantile` does (the histogram's buckets double, so this is an estimate
+    /// within a factor of two of the bucket's bounds).
+    fn quantile(&self, q: f64) -> f64 {
+        let Some(&(_, total)) = self.buckets.last() else { return f64::NAN };
+        if total <= 0.0 {
+            return f64::NAN;
+        }
+        let rank = q * total;
+        let mut lower = (0.0, 0.0);
+        for &(bound, count) in &self.buckets {
+            if count >= rank {
+                if bound.is_infinite() {
+                    return lower.0;
+                }
+                let within = (count - lower.1).max(f64::MIN_POSITIVE);
+                return lower.0 + (bound - lower.0) * (rank - lower.1) / within;
+            }
+            lower = (bound, count);
+        }
+        lower.0
+    }
+}
+
+/// The call histogram of `function` from the server's `/metrics`.
+async fn function_calls(client: &kube::Client, function: &str) -> anyhow::Result<CallHistogram> {
+    let text = client.request_text(http::Request::get("/metrics").body(Vec::new())?).await?;
+    let wanted = format!("function=\"{function}\",result=\"success\"");
+    let mut buckets: Vec<(f64, f64)> = text
+        .lines()
+        .filter(|l| l.starts_with("oxplane_function_call_duration_seconds_bucket{") && l.contains(&wanted))
+        .filter_map(|l| {
+            let bound = l.split("le=\"").nth(1)?.split('"').next()?;
+            let bound = if bound == "+Inf" { f64::INFINITY } else { bound.parse().ok()? };
+            Some((bound, l.rsplit(' ').next()?.parse().ok()?))
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    anyhow::ensure!(!buckets.is_empty(), "no calls of {function} in /metrics");
+    Ok(CallHistogram { buckets })
+}
+
 /// The peak resident memory of a process, in MiB.
 fn peak_rss_mb(pid: u32) -> anyhow::Result<f64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
@@ -324,6 +440,7 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         report.add("composed_change_p50_ms", latencies.percentile_ms(50.0), "ms");
         report.add("composed_change_p99_ms", latencies.percentile_ms(99.0), "ms");
         report.add("peak_rss_mb", peak_rss_mb(server.pid())?, "MiB");
+        let in_process = function_calls(&client, "function-patch-and-transform").await?;
         drop(client);
         drop(server);
 
@@ -333,7 +450,44 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let gt_s = xrs_ready(&client, GO_TEMPLATING_COMPOSITION, args.xrs, args.clients).await?;
         report.add("xr_1000_ready_gotemplating_s", gt_s, "s");
         report.add("gotemplating_to_pt_ratio", gt_s / ready_s.max(f64::MIN_POSITIVE), "x");
+        drop(client);
+        drop(server);
+
+        // patch-and-transform as its own process, over gRPC with mutual TLS.
+        let server = ServerProcess::start_with(&tmp.path().join("compose-external"), &server_args)?;
+        let function = ExternalFunction::start(&server.dir, &tmp.path().join("function"))?;
+        let client = server.client().await?;
+        create_yaml(&client, &format!(
+            "apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata:\n  name: {EXTERNAL}\n  annotations: {{oxplane.io/function-endpoint: \"{}\"}}\nspec: {{package: xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.8.2}}\n",
+            function.address
+        ))
+        .await?;
+        wait_healthy(&client, EXTERNAL).await?;
+        let composition = COMPOSITION.replace("functionRef: {name: function-patch-and-transform}", &format!("functionRef: {{name: {EXTERNAL}}}"));
+        let external_s = xrs_ready(&client, &composition, args.xrs, args.clients).await?;
+        report.add("xr_1000_ready_external_s", external_s, "s");
+        report.add("external_to_in_process_ratio", external_s / ready_s.max(f64::MIN_POSITIVE), "x");
+        let histogram = function_calls(&client, EXTERNAL).await?;
+        report.add("function_call_p50_ms", histogram.quantile(0.50) * 1000.0, "ms");
+        report.add("function_call_p99_ms", histogram.quantile(0.99) * 1000.0, "ms");
+        report.add("function_call_in_process_p50_ms", in_process.quantile(0.50) * 1000.0, "ms");
+        report.add("function_call_in_process_p99_ms", in_process.quantile(0.99) * 1000.0, "ms");
+        drop(function);
         anyhow::Ok(())
     })?;
     report.print(args.json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CallHistogram;
+
+    #[test]
+    fn quantiles_interpolate_within_the_bucket() {
+        let histogram = CallHistogram { buckets: vec![(0.001, 0.0), (0.002, 50.0), (0.004, 90.0), (0.008, 100.0), (f64::INFINITY, 100.0)] };
+        assert!((histogram.quantile(0.5) - 0.002).abs() < 1e-12);
+        assert!((histogram.quantile(0.25) - 0.0015).abs() < 1e-12);
+        assert!((histogram.quantile(0.99) - 0.0076).abs() < 1e-12);
+        assert!(CallHistogram { buckets: vec![] }.quantile(0.5).is_nan());
+    }
 }
