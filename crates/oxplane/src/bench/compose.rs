@@ -259,8 +259,9 @@ impl ExternalFunction {
     fn start(server_dir: &std::path::Path, dir: &std::path::Path) -> anyhow::Result<ExternalFunction> {
         let exe = std::env::current_exe()?;
         let certs = dir.join("certs");
-        let status = std::process::Command::new(&exe).args(["function", "certs", "--out"]).arg(&certs).arg("--data-dir").arg(server_dir).status()?;
-        anyhow::ensure!(status.success(), "oxplane function certs failed");
+        // Its report goes nowhere: the benchmark's standard output is its JSON alone.
+        let written = std::process::Command::new(&exe).args(["function", "certs", "--out"]).arg(&certs).arg("--data-dir").arg(server_dir).output()?;
+        anyhow::ensure!(written.status.success(), "oxplane function certs failed: {}", String::from_utf8_lossy(&written.stderr));
         let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
         let address = format!("127.0.0.1:{port}");
         let child = std::process::Command::new(&exe)
