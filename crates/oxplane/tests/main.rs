@@ -34,6 +34,7 @@ mod render;
 mod replicas;
 mod sql;
 mod sql_examples;
+mod sql_mysql;
 mod trace;
 mod up;
 mod usages;

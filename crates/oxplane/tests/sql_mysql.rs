@@ -103,7 +103,11 @@ fn sql_upstream_mysql_examples_are_made_kept_reported_and_removed() {
     // A database, and accounts with a password of their own, a plugin, and a generated one.
     server.apply(&example("database.yaml"));
     server.apply(&example("user.yaml"));
-    server.apply(&example("user_with_auth_plugin.yaml"));
+    // The example's authString is the hash of `change-me`: here, of the app's password.
+    let hash = db.mysql(&format!("SELECT PASSWORD('{app_password}')"));
+    let plugin_users = example("user_with_auth_plugin.yaml").replace("*6D8E7CA2D13CBEBC74BE7EF3A2976000952DCE92", &hash);
+    assert_ne!(plugin_users, example("user_with_auth_plugin.yaml"));
+    server.apply(&plugin_users);
     // A name that looks like SQL stays a name.
     let evil = "we`ird'; DROP DATABASE shop; --";
     server.apply(&format!(
@@ -118,6 +122,8 @@ fn sql_upstream_mysql_examples_are_made_kept_reported_and_removed() {
     assert_eq!(db.mysql("SELECT plugin FROM mysql.user WHERE User = 'shop-ops' AND Host = '%'"), "unix_socket");
     assert_eq!(db.mysql("SELECT plugin FROM mysql.user WHERE User = 'shop-report' AND Host = '%'"), "mysql_native_password");
     assert_eq!(db.mysql("SELECT COUNT(*) FROM mysql.user WHERE User = 'shop-batch' AND Host = '127.0.0.1'"), "1");
+    let report = get(&server, &mr("User", "shop-report")).unwrap();
+    assert_eq!(report.pointer("/status/atProvider/authenticationPlugin"), Some(&Value::from("mysql_native_password")), "{report}");
     let user = get(&server, &mr("User", "shop-app")).unwrap();
     assert_eq!(user.pointer("/status/atProvider/resourceOptionsAsClauses/3"), Some(&Value::from("MAX_USER_CONNECTIONS 12")), "{user}");
 
@@ -148,9 +154,16 @@ fn sql_upstream_mysql_examples_are_made_kept_reported_and_removed() {
     assert!(grant.pointer("/status/atProvider/privileges").and_then(Value::as_array).is_some_and(|p| p.len() == 3), "{grant}");
 
     // Changes by hand are reverted, and an event names what drifted.
-    db.mysql("REVOKE EVENT ON shop.* FROM 'shop-app'@'%'; GRANT DELETE ON shop.* TO 'shop-app'@'%'; ALTER USER 'shop-app'@'%' WITH MAX_USER_CONNECTIONS 99");
+    db.mysql(
+        "REVOKE EVENT ON shop.* FROM 'shop-app'@'%'; GRANT DELETE ON shop.* TO 'shop-app'@'%'; ALTER USER 'shop-app'@'%' WITH MAX_USER_CONNECTIONS 99; \
+         ALTER USER 'shop-report'@'%' IDENTIFIED BY 'Changed-By-Hand-1'",
+    );
+    assert!(db.mysql_as("shop-report", app_password, "SELECT 1").is_err());
     nudge(&server, &mr("Grant", "shop-app-on-shop"), "drift-1");
     nudge(&server, &mr("User", "shop-app"), "drift-1");
+    nudge(&server, &mr("User", "shop-report"), "drift-1");
+    within(Duration::from_secs(60), "shop-report's authentication string to be put back", || db.mysql_as("shop-report", app_password, "SELECT 1").is_ok());
+    assert!(drift_events(&server, "shop-report").contains("authenticationPlugin"));
     wait_sql(db, "SELECT max_user_connections FROM mysql.user WHERE User = 'shop-app' AND Host = '%'", "12");
     within(Duration::from_secs(60), "the grant to be put back", || {
         privileges(db, "SCHEMA_PRIVILEGES", "'shop-app'@'%'", " AND TABLE_SCHEMA = 'shop'") == "CREATE ROUTINE,DROP,EVENT"

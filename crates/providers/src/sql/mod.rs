@@ -1,18 +1,22 @@
-//! provider-sql (`xpkg.crossplane.io/crossplane-contrib/provider-sql`): databases, roles and
-//! grants in a real PostgreSQL server.
+//! provider-sql (`xpkg.crossplane.io/crossplane-contrib/provider-sql`): databases, roles,
+//! users and grants in real PostgreSQL and MySQL/MariaDB servers.
 //!
 //! Kinds, as upstream names them: `postgresql.sql.crossplane.io/v1alpha1` (cluster-scoped
 //! `Database`, `Role`, `Grant`, `Extension`, `Schema`, `DefaultPrivileges`, `ProviderConfig`,
 //! `ProviderConfigUsage`) and `postgresql.sql.m.crossplane.io/v1alpha1` (the same kinds
-//! namespaced, a namespaced `ProviderConfig` and a cluster-scoped `ClusterProviderConfig`).
+//! namespaced, a namespaced `ProviderConfig` and a cluster-scoped `ClusterProviderConfig`);
+//! `mysql.sql.crossplane.io/v1alpha1` (`Database`, `User`, `Grant`, and the configs) and its
+//! namespaced `mysql.sql.m.crossplane.io/v1alpha1`.
 //!
 //! - `server.rs`: what a ProviderConfig points at (its connection Secret).
 //! - `quote.rs`: identifier and literal quoting (property-tested).
 //! - `refs.rs`: `xRef` / `xSelector` resolution to external names.
 //! - `schemas.rs`: the CRDs' schemas and printer columns.
 //! - `pg/`: the PostgreSQL pools and one file per kind.
-//! - `testing.rs`: a private PostgreSQL server for tests.
+//! - `mysql/`: the MySQL/MariaDB pools and one file per kind.
+//! - `testing/`: private PostgreSQL and MariaDB servers for tests and benchmarks.
 
+pub mod mysql;
 pub mod password;
 pub mod pg;
 pub mod quote;
@@ -31,12 +35,17 @@ use oxplane_runtime::managed::{self, ExternalConnector, ManagedSettings};
 use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle};
 use serde_json::Value;
 
+use mysql::{MyConnector, MyKind};
 use pg::{PgConnector, PgKind, Pools};
 
 /// The cluster-scoped PostgreSQL group.
 pub const PG_GROUP: &str = "postgresql.sql.crossplane.io";
 /// The namespaced PostgreSQL group.
 pub const PG_NAMESPACED_GROUP: &str = "postgresql.sql.m.crossplane.io";
+/// The cluster-scoped MySQL group.
+pub const MYSQL_GROUP: &str = "mysql.sql.crossplane.io";
+/// The namespaced MySQL group.
+pub const MYSQL_NAMESPACED_GROUP: &str = "mysql.sql.m.crossplane.io";
 /// The version of every group.
 pub const VERSION: &str = "v1alpha1";
 /// How often resources are observed (and drift corrected), by default.
@@ -66,6 +75,9 @@ pub const PG_KINDS: &[(&str, &str, PgKind)] = &[
     ("DefaultPrivileges", "defaultprivileges", PgKind::DefaultPrivileges),
 ];
 
+/// The MySQL managed kinds: kind, plural, which client.
+pub const MYSQL_KINDS: &[(&str, &str, MyKind)] = &[("Database", "databases", MyKind::Database), ("User", "users", MyKind::User), ("Grant", "grants", MyKind::Grant)];
+
 fn config_kinds(group: &str, namespaced: bool) -> ProviderConfigKinds {
     let kind = |kind: &str, plural: &str, namespaced: bool| Kind::new(group, VERSION, kind, plural, namespaced);
     ProviderConfigKinds {
@@ -81,7 +93,9 @@ impl BuiltinProvider for SqlProvider {
     }
 
     fn crds(&self, _package: &str) -> Vec<Value> {
-        schemas::postgresql_crds()
+        let mut crds = schemas::postgresql_crds();
+        crds.extend(schemas::mysql_crds());
+        crds
     }
 
     fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {
@@ -92,6 +106,17 @@ impl BuiltinProvider for SqlProvider {
             controllers.extend(managed::start_config_controllers(runtime, &configs));
             for (kind, plural, pg_kind) in PG_KINDS {
                 let connector: Arc<dyn ExternalConnector> = Arc::new(PgConnector { kind: *pg_kind, pools: pools.clone() });
+                let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector, self.poll_interval);
+                settings.provider_configs = Some(configs.clone());
+                controllers.push(managed::start_controller(runtime, settings));
+            }
+        }
+        let pools = Arc::new(mysql::Pools::default());
+        for (group, namespaced) in [(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)] {
+            let configs = Arc::new(config_kinds(group, namespaced));
+            controllers.extend(managed::start_config_controllers(runtime, &configs));
+            for (kind, plural, my_kind) in MYSQL_KINDS {
+                let connector: Arc<dyn ExternalConnector> = Arc::new(MyConnector { kind: *my_kind, pools: pools.clone() });
                 let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector, self.poll_interval);
                 settings.provider_configs = Some(configs.clone());
                 controllers.push(managed::start_controller(runtime, settings));

@@ -3,7 +3,7 @@
 use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
-use super::{PG_GROUP, PG_NAMESPACED_GROUP, VERSION};
+use super::{MYSQL_GROUP, MYSQL_NAMESPACED_GROUP, PG_GROUP, PG_NAMESPACED_GROUP, VERSION};
 
 fn string() -> Value {
     json!({"type": "string"})
@@ -139,12 +139,46 @@ fn default_privileges() -> Value {
     json!({"type": "object", "required": ["privileges", "targetRole", "objectType"], "properties": properties})
 }
 
+fn binlog() -> Value {
+    json!({"type": "boolean", "description": "false: the change is not written to the binary log (it does not reach replicas)"})
+}
+
+fn mysql_database() -> Value {
+    json!({"type": "object", "properties": {"binlog": binlog(), "defaultCharacterSet": string(), "defaultCollation": string()}})
+}
+
+fn mysql_user() -> Value {
+    let options = ["maxQueriesPerHour", "maxUpdatesPerHour", "maxConnectionsPerHour", "maxUserConnections"]
+        .iter()
+        .map(|o| (o.to_string(), json!({"type": "integer"})))
+        .collect::<serde_json::Map<_, _>>();
+    json!({"type": "object", "properties": {
+        "passwordSecretRef": {"type": "object", "required": ["key", "name"], "properties": {
+            "key": string(), "name": string(), "namespace": string()
+        }},
+        "authenticationPlugin": {"type": "object", "required": ["name"], "properties": {"name": string(), "authString": string()}},
+        "resourceOptions": {"type": "object", "properties": options},
+        "binlog": binlog(),
+    }})
+}
+
+fn mysql_user_status() -> Value {
+    json!({"type": "object", "properties": {"resourceOptionsAsClauses": strings(), "authenticationPlugin": string()}})
+}
+
+fn mysql_grant() -> Value {
+    let mut properties = json!({"privileges": strings(), "table": string(), "binlog": binlog()});
+    referencing(&mut properties, "user");
+    referencing(&mut properties, "database");
+    json!({"type": "object", "required": ["privileges"], "properties": properties})
+}
+
 fn column(name: &str, type_: &str, path: &str) -> Value {
     json!({"name": name, "type": type_, "jsonPath": path})
 }
 
 /// Upstream's printer columns for a kind (READY, SYNCED, then the kind's own).
-fn columns(kind: &str) -> Vec<Value> {
+fn columns(kind: &str, mysql: bool) -> Vec<Value> {
     let mut columns = vec![
         column("READY", "string", ".status.conditions[?(@.type=='Ready')].status"),
         column("SYNCED", "string", ".status.conditions[?(@.type=='Synced')].status"),
@@ -154,6 +188,13 @@ fn columns(kind: &str) -> Vec<Value> {
         "Role" => {
             columns.push(column("CONN LIMIT", "integer", ".spec.forProvider.connectionLimit"));
             columns.push(column("PRIVILEGES", "string", ".status.atProvider.privilegesAsClauses"));
+        }
+        "Grant" if mysql => {
+            columns.push(age);
+            columns.push(column("USER", "string", ".spec.forProvider.user"));
+            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
+            columns.push(column("TABLE", "string", ".spec.forProvider.table"));
+            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
         }
         "Grant" => {
             columns.push(age);
@@ -184,7 +225,11 @@ fn columns(kind: &str) -> Vec<Value> {
 }
 
 fn managed_crd(group: &str, kind: &str, plural: &str, namespaced: bool) -> Value {
+    let mysql = group == MYSQL_GROUP || group == MYSQL_NAMESPACED_GROUP;
     let (for_provider, at_provider) = match kind {
+        "Database" if mysql => (mysql_database(), json!({"type": "object"})),
+        "User" => (mysql_user(), mysql_user_status()),
+        "Grant" if mysql => (mysql_grant(), json!({"type": "object", "properties": {"privileges": strings()}})),
         "Database" => (database(), json!({"type": "object"})),
         "Role" => (role(), role_status()),
         "Grant" => (grant(), json!({"type": "object"})),
@@ -206,7 +251,7 @@ fn managed_crd(group: &str, kind: &str, plural: &str, namespaced: bool) -> Value
     };
     let mut rendered = crd.render();
     if let Some(version) = rendered.pointer_mut("/spec/versions/0") {
-        version["additionalPrinterColumns"] = Value::Array(columns(kind));
+        version["additionalPrinterColumns"] = Value::Array(columns(kind, mysql));
     }
     rendered
 }
@@ -245,6 +290,47 @@ pub fn postgresql_crds() -> Vec<Value> {
         crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, pg_config_spec(namespaced), &["sql"]));
         if namespaced {
             crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, pg_config_spec(false), &["sql"]));
+        }
+        crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
+    }
+    crds
+}
+
+/// The spec of a MySQL ProviderConfig (`namespaced_secret` as for PostgreSQL).
+fn mysql_config_spec(namespaced_secret: bool) -> Value {
+    let mut spec = pg_config_spec(namespaced_secret);
+    spec["properties"]["credentials"]["properties"]["source"] = json!({"type": "string", "enum": ["MySQLConnectionSecret"]});
+    let properties = &mut spec["properties"];
+    if let Some(properties) = properties.as_object_mut() {
+        properties.remove("defaultDatabase");
+        properties.remove("sslMode");
+    }
+    let secret_key = json!({"type": "object", "properties": {"secretRef": {"type": "object", "required": ["name", "key"], "properties": {
+        "name": string(), "namespace": string(), "key": string()
+    }}}});
+    properties["tls"] = json!({"type": "string", "enum": ["true", "skip-verify", "preferred", "custom"]});
+    properties["tlsConfig"] = json!({"type": "object", "properties": {
+        "caCert": secret_key, "clientCert": secret_key, "clientKey": secret_key, "insecureSkipVerify": boolean()
+    }});
+    properties["connectionPool"] = json!({"type": "object", "properties": {
+        "maxOpenConnections": {"type": "integer", "minimum": 0},
+        "maxIdleConnections": {"type": "integer", "minimum": 0},
+        "maxConnLifetime": string(),
+        "maxConnIdleTime": string()
+    }});
+    spec
+}
+
+/// Every MySQL CRD, cluster-scoped and namespaced.
+pub fn mysql_crds() -> Vec<Value> {
+    let mut crds = Vec::new();
+    for (group, namespaced) in [(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)] {
+        for (kind, plural, _) in super::MYSQL_KINDS {
+            crds.push(managed_crd(group, kind, plural, namespaced));
+        }
+        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, mysql_config_spec(namespaced), &["sql"]));
+        if namespaced {
+            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, mysql_config_spec(false), &["sql"]));
         }
         crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
     }

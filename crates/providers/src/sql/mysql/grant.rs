@@ -38,17 +38,29 @@ struct Plan {
     privileges: Vec<String>,
 }
 
-/// A privilege as `SHOW GRANTS` would print it, for comparison: upper case, `ALL` as
-/// `ALL PRIVILEGES`, column lists without backticks or spaces.
+/// A privilege in one spelling, for comparison: the privilege upper case (`ALL` as
+/// `ALL PRIVILEGES`), column lists without backticks or spaces and lower case (MySQL's
+/// column names are case-insensitive).
 fn normalize(privilege: &str) -> String {
-    let upper = privilege.trim().to_ascii_uppercase();
-    if upper == "ALL" {
-        return "ALL PRIVILEGES".into();
+    let privilege = privilege.trim();
+    let (name, columns) = match privilege.split_once('(') {
+        Some((name, columns)) => (name, Some(columns)),
+        None => (privilege, None),
+    };
+    let name = name.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_uppercase();
+    let name = if name == "ALL" { "ALL PRIVILEGES".to_string() } else { name };
+    match columns {
+        Some(columns) => format!("{name} ({}", columns.chars().filter(|c| *c != '`' && *c != ' ').collect::<String>().to_lowercase()),
+        None => name,
     }
-    match upper.split_once('(') {
-        Some((name, columns)) => format!("{} ({}", name.trim(), columns.chars().filter(|c| *c != '`' && *c != ' ').collect::<String>()),
-        None => upper.split_whitespace().collect::<Vec<_>>().join(" "),
-    }
+}
+
+/// A normalized privilege back as statement text, its columns quoted (a privilege read from
+/// the server, to revoke it).
+fn statement_text(privilege: &str) -> Result<String, ExternalError> {
+    let Some((name, columns)) = privilege.split_once(" (") else { return Ok(privilege.to_string()) };
+    let columns: Vec<String> = columns.trim_end_matches(')').split(',').map(|c| ident("column", c)).collect::<Result<_, _>>()?;
+    Ok(format!("{name} ({})", columns.join(", ")))
 }
 
 /// Splits `SELECT, UPDATE (a, b), INSERT` at the commas outside parentheses.
@@ -82,7 +94,9 @@ fn granted(lines: &[String], target: &str) -> Option<BTreeSet<String>> {
     if line.ends_with("WITH GRANT OPTION") {
         privileges.insert("GRANT OPTION".into());
     }
-    Some(privileges)
+    // USAGE is "no privileges": every account has that line on *.*.
+    privileges.remove("USAGE");
+    (!privileges.is_empty()).then_some(privileges)
 }
 
 fn plan(desired: &Value) -> Result<Plan, ExternalError> {
@@ -171,7 +185,7 @@ impl ExternalClient for GrantClient {
         let plan = plan(&desired)?;
         let have = self.read(&plan).await?.unwrap_or_default();
         let wanted = plan.wanted();
-        let extra: Vec<String> = have.difference(&wanted).cloned().collect();
+        let extra: Vec<String> = have.difference(&wanted).map(|p| statement_text(p)).collect::<Result<_, _>>()?;
         let missing: Vec<String> = plan.privileges.iter().filter(|p| !have.contains(&normalize(p))).cloned().collect();
         let mut statements = binlog_prefix(&desired);
         if !extra.is_empty() {
@@ -213,8 +227,11 @@ mod tests {
         assert_eq!(table.into_iter().collect::<Vec<_>>(), ["GRANT OPTION", "INSERT", "SELECT", "UPDATE (status,updated_at)"]);
         assert_eq!(granted(&lines, "`shop`.*").unwrap().into_iter().collect::<Vec<_>>(), ["ALL PRIVILEGES"]);
         assert!(granted(&lines, "`other`.*").is_none());
+        assert!(granted(&lines, "*.*").is_none(), "USAGE alone is no grant");
         assert_eq!(normalize("UPDATE (`status`, `updated_at`)"), "UPDATE (status,updated_at)");
         assert_eq!(normalize("ALL"), "ALL PRIVILEGES");
+        assert_eq!(statement_text("UPDATE (status,updated_at)").unwrap(), "UPDATE (`status`, `updated_at`)");
+        assert_eq!(statement_text("GRANT OPTION").unwrap(), "GRANT OPTION");
     }
 
     #[test]

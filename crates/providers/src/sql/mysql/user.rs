@@ -1,7 +1,7 @@
 //! `User`: a MySQL account named by its external name, `user@host` (host `%` when not
-//! given), read from `mysql.user`. Its password comes from `passwordSecretRef`, or is
-//! generated at create and published in the connection Secret; `authPlugin` picks the
-//! authentication plugin (`usePassword: false` for plugins that take none).
+//! given), read from `mysql.user`. It authenticates by a password (from `passwordSecretRef`,
+//! or generated at create and published in the connection Secret) or, instead, by an
+//! `authenticationPlugin` (`name`, and an optional `authString`).
 
 use oxplane_runtime::conditions::Condition;
 use oxplane_runtime::managed::fault;
@@ -39,38 +39,31 @@ fn resource_clauses(desired: &Value) -> String {
     if clauses.is_empty() { String::new() } else { format!(" WITH {}", clauses.join(" ")) }
 }
 
-/// `authPlugin`, checked against upstream's pattern (`^([a-z]+_)+[a-z]+$`): it goes into
-/// the statement as a bare word.
-fn auth_plugin(desired: &Value) -> Result<Option<&str>, ExternalError> {
-    let Some(plugin) = string(desired, "authPlugin") else { return Ok(None) };
-    let words: Vec<&str> = plugin.split('_').collect();
-    if words.len() < 2 || words.iter().any(|w| w.is_empty() || !w.bytes().all(|b| b.is_ascii_lowercase())) {
-        return Err(ExternalError::definite(format!("invalid authPlugin {plugin:?}: must match ^([a-z]+_)+[a-z]+$")));
+/// `authenticationPlugin`: the plugin's name, checked to be a plain word of lower-case
+/// letters, digits and underscores (it goes into the statement as a bare word: servers take
+/// no quoted plugin names), and its `authString`.
+fn auth_plugin(desired: &Value) -> Result<Option<(&str, Option<&str>)>, ExternalError> {
+    let Some(plugin) = desired.get("authenticationPlugin").filter(|p| !p.is_null()) else { return Ok(None) };
+    let name = string(plugin, "name").ok_or_else(|| ExternalError::definite("authenticationPlugin needs a name"))?;
+    let mut bytes = name.bytes();
+    if !bytes.next().is_some_and(|b| b.is_ascii_lowercase()) || !bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
+        return Err(ExternalError::definite(format!("invalid authenticationPlugin.name {name:?}: a plugin name is lower-case letters, digits and underscores")));
     }
-    Ok(Some(plugin))
+    if desired.get("passwordSecretRef").is_some_and(|r| !r.is_null()) {
+        return Err(ExternalError::definite("authenticationPlugin and passwordSecretRef are mutually exclusive: an account authenticates by one or the other"));
+    }
+    Ok(Some((name, string(plugin, "authString"))))
 }
 
-fn uses_password(desired: &Value) -> bool {
-    desired.get("usePassword").and_then(Value::as_bool).unwrap_or(true)
-}
-
-/// ` IDENTIFIED ...`: by the password, with the plugin when one is named (MariaDB and MySQL
-/// spell a plugin with a password differently).
-fn identified(plugin: Option<&str>, password: Option<&str>, mariadb: bool) -> Result<String, ExternalError> {
+/// ` IDENTIFIED ...`: by the plugin (with its authentication string, if any), else by the
+/// password. MariaDB and MySQL both read `IDENTIFIED WITH plugin AS 'string'`.
+fn identified(plugin: Option<(&str, Option<&str>)>, password: Option<&str>) -> Result<String, ExternalError> {
     Ok(match (plugin, password) {
+        (Some((plugin, None)), _) => format!(" IDENTIFIED WITH {plugin}"),
+        (Some((plugin, Some(auth))), _) => format!(" IDENTIFIED WITH {plugin} AS {}", literal("authenticationPlugin.authString", auth)?),
         (None, Some(password)) => format!(" IDENTIFIED BY {}", literal("password", password)?),
         (None, None) => String::new(),
-        (Some(plugin), None) => format!(" IDENTIFIED WITH {plugin}"),
-        (Some(plugin), Some(password)) if mariadb => format!(" IDENTIFIED VIA {plugin} USING PASSWORD({})", literal("password", password)?),
-        (Some(plugin), Some(password)) => format!(" IDENTIFIED WITH {plugin} BY {}", literal("password", password)?),
     })
-}
-
-impl UserClient {
-    async fn is_mariadb(&self) -> Result<bool, ExternalError> {
-        let rows = self.my.query_text("cannot read the server version", "SELECT VERSION()").await?;
-        Ok(rows.into_iter().next().and_then(|row| mysql_async::from_row_opt::<(String,)>(row).ok()).is_some_and(|(v,)| v.contains("MariaDB")))
-    }
 }
 
 #[async_trait::async_trait]
@@ -82,12 +75,13 @@ impl ExternalClient for UserClient {
             .my
             .query(
                 "cannot read user",
-                "SELECT max_questions, max_updates, max_connections, max_user_connections, plugin FROM mysql.user WHERE User = ? AND Host = ?",
+                "SELECT CAST(max_questions AS SIGNED), CAST(max_updates AS SIGNED), CAST(max_connections AS SIGNED), CAST(max_user_connections AS SIGNED), \
+                 plugin, authentication_string FROM mysql.user WHERE User = ? AND Host = ?",
                 (user, host),
             )
             .await?;
         let Some(row) = rows.into_iter().next() else { return Ok(ExternalObservation::default()) };
-        let (queries, updates, connections, user_connections, plugin): (i64, i64, i64, i64, String) =
+        let (queries, updates, connections, user_connections, plugin, auth_string): (i64, i64, i64, i64, String, String) =
             mysql_async::from_row_opt(row).map_err(|e| ExternalError::definite(format!("cannot read user {name}: {e}")))?;
         let observed = [queries, updates, connections, user_connections];
         let desired = managed.for_provider();
@@ -97,10 +91,13 @@ impl ExternalClient for UserClient {
                 drifted.push(format!("resourceOptions.{field}"));
             }
         }
-        if auth_plugin(&desired)?.is_some_and(|p| p != plugin) {
-            drifted.push("authPlugin".into());
+        let wanted_plugin = auth_plugin(&desired)?;
+        if let Some((wanted, auth)) = wanted_plugin
+            && (wanted != plugin || auth.is_some_and(|a| a != auth_string))
+        {
+            drifted.push("authenticationPlugin".into());
         }
-        if uses_password(&desired)
+        if wanted_plugin.is_none()
             && let Some(reason) = password::due(&self.my.kube, managed).await?
         {
             drifted.push(reason.into());
@@ -108,7 +105,7 @@ impl ExternalClient for UserClient {
         let clauses: Vec<String> = RESOURCE_OPTIONS.iter().enumerate().map(|(i, (_, clause, _))| format!("{clause} {}", observed[i])).collect();
         let mut at_provider = managed.object.pointer("/status/atProvider").cloned().unwrap_or_else(|| json!({}));
         at_provider["resourceOptionsAsClauses"] = json!(clauses);
-        at_provider["authPlugin"] = json!(plugin);
+        at_provider["authenticationPlugin"] = json!(plugin);
         managed.set_at_provider(at_provider);
         managed.set_condition(Condition::available());
         Ok(ExternalObservation {
@@ -125,15 +122,15 @@ impl ExternalClient for UserClient {
         let name = name(managed)?;
         let desired = managed.desired_for_create();
         let plugin = auth_plugin(&desired)?;
-        let password = if uses_password(&desired) { Some(password::next(&self.my.kube, managed).await?) } else { None };
-        let mariadb = plugin.is_some() && password.is_some() && self.is_mariadb().await?;
+        let password = if plugin.is_none() { Some(password::next(&self.my.kube, managed).await?) } else { None };
         let mut statements = binlog_prefix(&desired);
-        statements.push(format!("CREATE USER {}{}{}", account("user name", &name)?, identified(plugin, password.as_deref(), mariadb)?, resource_clauses(&desired)));
+        statements.push(format!("CREATE USER {}{}{}", account("user name", &name)?, identified(plugin, password.as_deref())?, resource_clauses(&desired)));
         let secrets: Vec<&str> = password.iter().map(String::as_str).collect();
         self.my.execute("cannot create user", &statements, &secrets).await?;
         // A crash point: the user exists, and the reconciler has not heard so.
         fault::point(fault::CREATE_RESPONSE_UNREAD, managed.uid());
         let (user, _) = split_user_host(&name);
+        // An account that authenticates by a plugin publishes an empty password, as upstream.
         Ok(ExternalCreation { connection_details: self.my.server.server.connection_details(user, Some(password.as_deref().unwrap_or_default())), ..Default::default() })
     }
 
@@ -147,21 +144,19 @@ impl ExternalClient for UserClient {
         if !options.is_empty() {
             statements.push(format!("ALTER USER {quoted}{options}"));
         }
-        let new_password = if uses_password(&desired) && password::due(&self.my.kube, managed).await?.is_some() {
+        let new_password = if plugin.is_none() && password::due(&self.my.kube, managed).await?.is_some() {
             Some(password::next(&self.my.kube, managed).await?)
         } else {
             None
         };
-        // The plugin is set again with the password (a plugin change needs one, if it uses one).
-        let plugin_drifted = plugin.is_some() && managed.object.pointer("/status/atProvider/authPlugin").and_then(Value::as_str) != plugin;
-        if new_password.is_some() || plugin_drifted {
-            let password = match &new_password {
-                Some(password) => Some(password.clone()),
-                None if uses_password(&desired) => Some(password::next(&self.my.kube, managed).await?),
-                None => None,
-            };
-            let mariadb = plugin.is_some() && password.is_some() && self.is_mariadb().await?;
-            statements.push(format!("ALTER USER {quoted}{}", identified(plugin, password.as_deref(), mariadb)?));
+        if new_password.is_some() {
+            statements.push(format!("ALTER USER {quoted}{}", identified(None, new_password.as_deref())?));
+        } else if let Some((wanted, auth)) = plugin
+            && (auth.is_some() || managed.object.pointer("/status/atProvider/authenticationPlugin").and_then(Value::as_str) != Some(wanted))
+        {
+            // With its string, setting it again is idempotent; without one, only a plugin that
+            // changed is set (it would empty what the plugin keeps).
+            statements.push(format!("ALTER USER {quoted}{}", identified(plugin, None)?));
         }
         let secrets: Vec<&str> = new_password.iter().map(String::as_str).collect();
         if statements.iter().any(|s| s.starts_with("ALTER")) {
@@ -191,16 +186,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn statements_quote_names_and_passwords_and_check_plugins() {
+    fn statements_quote_names_and_secrets_and_check_plugins() {
         assert_eq!(resource_clauses(&json!({"resourceOptions": {"maxQueriesPerHour": 10, "maxUserConnections": 2}})), " WITH MAX_QUERIES_PER_HOUR 10 MAX_USER_CONNECTIONS 2");
         assert_eq!(resource_clauses(&json!({})), "");
-        assert_eq!(identified(None, Some("p'w"), true).unwrap(), " IDENTIFIED BY 'p''w'");
-        assert_eq!(identified(Some("mysql_native_password"), Some("pw"), true).unwrap(), " IDENTIFIED VIA mysql_native_password USING PASSWORD('pw')");
-        assert_eq!(identified(Some("caching_sha2_password"), Some("pw"), false).unwrap(), " IDENTIFIED WITH caching_sha2_password BY 'pw'");
-        assert_eq!(identified(Some("unix_socket"), None, true).unwrap(), " IDENTIFIED WITH unix_socket");
-        assert_eq!(auth_plugin(&json!({"authPlugin": "mysql_native_password"})).unwrap(), Some("mysql_native_password"));
-        for bad in ["ed25519", "x; DROP USER root", "a__b", "Upper_case"] {
-            assert!(auth_plugin(&json!({"authPlugin": bad})).is_err(), "{bad}");
+        assert_eq!(identified(None, Some("p'w")).unwrap(), " IDENTIFIED BY 'p''w'");
+        assert_eq!(identified(Some(("mysql_native_password", Some("*AB'C"))), None).unwrap(), " IDENTIFIED WITH mysql_native_password AS '*AB''C'");
+        assert_eq!(identified(Some(("unix_socket", None)), None).unwrap(), " IDENTIFIED WITH unix_socket");
+        let plugin = json!({"authenticationPlugin": {"name": "mysql_native_password", "authString": "*00"}});
+        assert_eq!(auth_plugin(&plugin).unwrap(), Some(("mysql_native_password", Some("*00"))));
+        assert_eq!(auth_plugin(&json!({"authenticationPlugin": {"name": "ed25519"}})).unwrap(), Some(("ed25519", None)));
+        assert_eq!(auth_plugin(&json!({})).unwrap(), None);
+        for bad in ["x; DROP USER root", "Upper_case", "_x", "", "a-b"] {
+            assert!(auth_plugin(&json!({"authenticationPlugin": {"name": bad}})).is_err(), "{bad}");
         }
+        let both = json!({"authenticationPlugin": {"name": "unix_socket"}, "passwordSecretRef": {"name": "s", "key": "k"}});
+        assert!(auth_plugin(&both).unwrap_err().message.contains("mutually exclusive"));
     }
 }

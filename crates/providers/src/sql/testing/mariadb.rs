@@ -1,13 +1,14 @@
-//! For tests: one private MariaDB server per test process, started on first use on
-//! 127.0.0.1 at a free port with a temporary data directory (dropping to the `mysql` user
-//! when the tests run as root), and stopped by a watchdog when the process exits.
+//! For tests and benchmarks: one private MariaDB server per process, started on first use on
+//! 127.0.0.1 at a free port with a temporary data directory, and stopped by a watchdog when
+//! the process exits. As root it runs with `--user=root` (MariaDB, unlike PostgreSQL, allows
+//! it when told), so it needs no system account of its own: the same on any machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{chown, free_port, is_root, run, watchdog};
+use super::{free_port, is_root, run, watchdog};
 
 /// The password of `root@127.0.0.1`.
 pub const PASSWORD: &str = "maria-Admin-Secret-7";
@@ -45,10 +46,7 @@ impl MariaDb {
         let dir = tempfile::Builder::new().prefix("oxplane-mariadb-").tempdir().map_err(|e| e.to_string())?.keep();
         let data = dir.join("data");
         let socket = dir.join("mysqld.sock");
-        let user: &[&str] = if is_root() { &["--user=mysql"] } else { &[] };
-        if is_root() {
-            chown(&dir, "mysql")?;
-        }
+        let user: &[&str] = if is_root() { &["--user=root"] } else { &[] };
         let mut install = Command::new(program(&["mariadb-install-db", "mysql_install_db"])?);
         install
             .arg("--no-defaults")
@@ -89,12 +87,13 @@ impl MariaDb {
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        // The administrator the tests log in as over TCP; no anonymous accounts.
-        mariadb
-            .client_over_socket(&format!(
-                "CREATE USER 'root'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; \
-                 DROP USER IF EXISTS ''@'localhost'"
-            ))?;
+        // The administrator the tests log in as over TCP, with a password; no other account
+        // but root on the socket (the installer also makes password-less root accounts for
+        // the host's name and ::1, and maybe anonymous ones).
+        mariadb.client_over_socket(&format!(
+            "CREATE OR REPLACE USER 'root'@'127.0.0.1' IDENTIFIED BY '{PASSWORD}'; GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; \
+             DELETE FROM mysql.global_priv WHERE NOT (User = 'root' AND Host IN ('localhost', '127.0.0.1')) AND User <> 'mariadb.sys'; FLUSH PRIVILEGES"
+        ))?;
         Ok(mariadb)
     }
 

@@ -1,12 +1,12 @@
-//! For tests: one private PostgreSQL server per test process, started on first use on
-//! 127.0.0.1 at a free port with a temporary data directory (as the `postgres` user when the
-//! tests run as root, since PostgreSQL refuses to run as root), and stopped by a watchdog
-//! when the process exits. Panics when it cannot start: it is test support only.
+//! For tests and benchmarks: one private database server per process, started on first use
+//! on 127.0.0.1 at a free port with a temporary data directory, and stopped by a watchdog
+//! when the process exits. PostgreSQL here; MariaDB in `mariadb.rs`. `shared()` panics when
+//! the server cannot start: it is test support only.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+pub mod mariadb;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 /// The superuser's password.
@@ -20,26 +20,35 @@ pub struct Postgres {
 
 /// The server directory of the installed PostgreSQL: `pg_config --bindir`, else the newest
 /// Debian `/usr/lib/postgresql/<version>/bin`.
-fn bindir() -> PathBuf {
+fn bindir() -> Result<PathBuf, String> {
     if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
         && out.status.success()
     {
         let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
         if dir.join("initdb").exists() {
-            return dir;
+            return Ok(dir);
         }
     }
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .expect("PostgreSQL server binaries are not installed (scripts/test installs postgresql)")
+        .map_err(|_| "PostgreSQL server binaries are not installed (scripts/test installs postgresql)".to_string())?
         .filter_map(|e| e.ok().map(|e| e.path().join("bin")))
         .filter(|p| p.join("initdb").exists())
         .collect();
     versions.sort_by_key(|p| p.parent().and_then(|v| v.file_name()).and_then(|v| v.to_str()).and_then(|v| v.parse::<u32>().ok()).unwrap_or(0));
-    versions.pop().expect("no PostgreSQL server binaries found")
+    versions.pop().ok_or_else(|| "no PostgreSQL server binaries found".to_string())
 }
 
+/// Whether this process runs as root (servers then run as their own system user, or are
+/// told that root is meant).
 fn is_root() -> bool {
     Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+/// Gives `dir` and everything in it to `user`.
+fn chown(dir: &Path, user: &str) -> Result<(), String> {
+    let mut command = Command::new("chown");
+    command.args(["-R", &format!("{user}:{user}")]).arg(dir);
+    run(command, "chown")
 }
 
 /// A command run as the `postgres` user when we are root.
@@ -53,36 +62,50 @@ fn as_postgres(program: &Path) -> Command {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+/// A TCP port nothing listens on at the moment.
+fn free_port() -> Result<u16, String> {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
+    listener.local_addr().map(|a| a.port()).map_err(|e| e.to_string())
 }
 
-fn run(mut command: Command, what: &str) {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(out.status.success(), "{what} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+/// Runs `command` to its end; an error with its output when it fails.
+fn run(mut command: Command, what: &str) -> Result<(), String> {
+    let out = command.output().map_err(|e| format!("{what}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("{what} failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+/// Runs `script` in its own session, detached: it outlives this process, to stop a server
+/// however the process ends (a test binary is not unwound when it exits).
+fn watchdog(script: &str) -> Result<(), String> {
+    Command::new("setsid")
+        .args(["sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the watchdog: {e}"))
 }
 
 impl Postgres {
     /// The shared server, started on first use.
     pub fn shared() -> &'static Postgres {
         static SERVER: OnceLock<Postgres> = OnceLock::new();
-        SERVER.get_or_init(Postgres::start)
+        SERVER.get_or_init(|| Postgres::start().unwrap_or_else(|e| panic!("cannot start PostgreSQL: {e}")))
     }
 
-    fn start() -> Postgres {
-        let bin = bindir();
-        let dir = tempfile::Builder::new().prefix("oxplane-pg-").tempdir().unwrap().keep();
+    /// Starts a private server, stopped when this process exits.
+    pub fn start() -> Result<Postgres, String> {
+        let bin = bindir()?;
+        let dir = tempfile::Builder::new().prefix("oxplane-pg-").tempdir().map_err(|e| e.to_string())?.keep();
         let data = dir.join("data");
-        std::fs::write(dir.join("pwfile"), PASSWORD).unwrap();
+        std::fs::write(dir.join("pwfile"), PASSWORD).map_err(|e| e.to_string())?;
         if is_root() {
-            run(
-                {
-                    let mut c = Command::new("chown");
-                    c.args(["-R", "postgres:postgres"]).arg(&dir);
-                    c
-                },
-                "chown",
-            );
+            chown(&dir, "postgres")?;
         }
         let mut initdb = as_postgres(&bin.join("initdb"));
         initdb
@@ -90,8 +113,8 @@ impl Postgres {
             .arg(&data)
             .args(["-U", "postgres", "--auth-host=scram-sha-256", "--auth-local=trust", "--encoding=UTF8", "--locale=C"])
             .arg(format!("--pwfile={}", dir.join("pwfile").display()));
-        run(initdb, "initdb");
-        let port = free_port();
+        run(initdb, "initdb")?;
+        let port = free_port()?;
         let mut pg_ctl = as_postgres(&bin.join("pg_ctl"));
         pg_ctl
             .arg("-D")
@@ -101,18 +124,17 @@ impl Postgres {
             .arg("-o")
             .arg(format!("-p {port} -c listen_addresses=127.0.0.1 -k {} -c fsync=off -c max_connections=300", dir.display()))
             .args(["-w", "-t", "120", "start"]);
-        run(pg_ctl, "pg_ctl start");
+        run(pg_ctl, "pg_ctl start")?;
         // Stop the server when this process is gone, however it ends.
-        let stop = format!(
+        watchdog(&format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runas} {pg_ctl} -D {data} -m immediate stop >/dev/null 2>&1; rm -rf {dir}",
             pid = std::process::id(),
             runas = if is_root() { "runuser -u postgres --" } else { "" },
             pg_ctl = bin.join("pg_ctl").display(),
             data = data.display(),
             dir = dir.display(),
-        );
-        Command::new("setsid").args(["sh", "-c", &stop]).stdin(std::process::Stdio::null()).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-        Postgres { port }
+        ))?;
+        Ok(Postgres { port })
     }
 
     /// Runs SQL with `psql` as the superuser in `database`; the output, one row a line,
