@@ -33,6 +33,7 @@ mod realtime;
 mod render;
 mod replicas;
 mod sql;
+mod sql_composition;
 mod sql_examples;
 mod sql_mysql;
 mod trace;

@@ -6,6 +6,7 @@ mod api_etcd;
 mod compose;
 mod mr;
 mod process;
+mod sql;
 mod store;
 mod store_etcd;
 
@@ -27,6 +28,9 @@ pub enum Which {
     Mr(mr::Args),
     /// Composition: 1,000 XRs of 3 NopResources each to Ready, and composed-change latency.
     Compose(compose::Args),
+    /// provider-sql: PostgreSQL Roles, Databases and Grants to Ready, beside the same
+    /// statements from one client with no control plane.
+    Sql(sql::Args),
 }
 
 /// Runs one benchmark.
@@ -36,6 +40,7 @@ pub fn run(which: Which) -> anyhow::Result<()> {
         Which::Api(args) => api::run(args),
         Which::Mr(args) => mr::run(args),
         Which::Compose(args) => compose::run(args),
+        Which::Sql(args) => sql::run(args),
     }
 }
 

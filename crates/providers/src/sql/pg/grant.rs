@@ -222,6 +222,12 @@ fn plan(desired: &Value) -> Result<Plan, ExternalError> {
     })
 }
 
+/// The statements Create runs for a Grant whose references are resolved (`bench sql` runs
+/// the same ones with no control plane, as its floor).
+pub fn create_statements(desired: &Value) -> Result<Vec<String>, ExternalError> {
+    plan(desired)?.grant_statements(desired)
+}
+
 impl Plan {
     /// The statements that make the role hold exactly the planned privileges.
     fn grant_statements(&self, desired: &Value) -> Result<Vec<String>, ExternalError> {
