@@ -9,4 +9,5 @@ mod fakecloud_lifecycle;
 mod fakecloud_policies;
 mod http;
 mod nop;
+mod sql_mysql;
 mod sql_postgres;

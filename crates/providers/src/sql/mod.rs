@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use oxplane_runtime::Runtime;
+use oxplane_runtime::controller::Controller;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::managed::usage::ProviderConfigKinds;
 use oxplane_runtime::managed::{self, ExternalConnector, ManagedSettings};
@@ -87,6 +88,29 @@ fn config_kinds(group: &str, namespaced: bool) -> ProviderConfigKinds {
     }
 }
 
+impl SqlProvider {
+    /// Starts the config controllers and one controller per managed kind of one database's
+    /// groups (cluster-scoped and namespaced); `connector` makes a kind's connector.
+    fn start_groups<K: Copy>(
+        &self,
+        runtime: &Runtime,
+        groups: [(&str, bool); 2],
+        kinds: &[(&str, &str, K)],
+        connector: &dyn Fn(K) -> Arc<dyn ExternalConnector>,
+        controllers: &mut Vec<Arc<Controller>>,
+    ) {
+        for (group, namespaced) in groups {
+            let configs = Arc::new(config_kinds(group, namespaced));
+            controllers.extend(managed::start_config_controllers(runtime, &configs));
+            for (kind, plural, which) in kinds {
+                let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector(*which), self.poll_interval);
+                settings.provider_configs = Some(configs.clone());
+                controllers.push(managed::start_controller(runtime, settings));
+            }
+        }
+    }
+}
+
 impl BuiltinProvider for SqlProvider {
     fn name(&self) -> &'static str {
         "provider-sql"
@@ -99,29 +123,13 @@ impl BuiltinProvider for SqlProvider {
     }
 
     fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {
-        let pools = Arc::new(Pools::default());
         let mut controllers = Vec::new();
-        for (group, namespaced) in [(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)] {
-            let configs = Arc::new(config_kinds(group, namespaced));
-            controllers.extend(managed::start_config_controllers(runtime, &configs));
-            for (kind, plural, pg_kind) in PG_KINDS {
-                let connector: Arc<dyn ExternalConnector> = Arc::new(PgConnector { kind: *pg_kind, pools: pools.clone() });
-                let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector, self.poll_interval);
-                settings.provider_configs = Some(configs.clone());
-                controllers.push(managed::start_controller(runtime, settings));
-            }
-        }
+        let pools = Arc::new(Pools::default());
+        let pg = |kind: PgKind| -> Arc<dyn ExternalConnector> { Arc::new(PgConnector { kind, pools: pools.clone() }) };
+        self.start_groups(runtime, [(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)], PG_KINDS, &pg, &mut controllers);
         let pools = Arc::new(mysql::Pools::default());
-        for (group, namespaced) in [(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)] {
-            let configs = Arc::new(config_kinds(group, namespaced));
-            controllers.extend(managed::start_config_controllers(runtime, &configs));
-            for (kind, plural, my_kind) in MYSQL_KINDS {
-                let connector: Arc<dyn ExternalConnector> = Arc::new(MyConnector { kind: *my_kind, pools: pools.clone() });
-                let mut settings = ManagedSettings::new(Kind::new(group, VERSION, kind, plural, namespaced), connector, self.poll_interval);
-                settings.provider_configs = Some(configs.clone());
-                controllers.push(managed::start_controller(runtime, settings));
-            }
-        }
+        let my = |kind: MyKind| -> Arc<dyn ExternalConnector> { Arc::new(MyConnector { kind, pools: pools.clone() }) };
+        self.start_groups(runtime, [(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)], MYSQL_KINDS, &my, &mut controllers);
         ProviderHandle::new(controllers)
     }
 }

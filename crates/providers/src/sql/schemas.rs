@@ -280,20 +280,26 @@ fn pg_config_spec(namespaced_secret: bool) -> Value {
     }})
 }
 
-/// Every PostgreSQL CRD, cluster-scoped and namespaced.
-pub fn postgresql_crds() -> Vec<Value> {
+/// The CRDs of one database's groups (cluster-scoped and namespaced): its managed kinds,
+/// the configs with `config_spec(namespaced_secret)`, and the usages.
+fn group_crds(groups: [(&str, bool); 2], kinds: impl Iterator<Item = (&'static str, &'static str)> + Clone, config_spec: fn(bool) -> Value) -> Vec<Value> {
     let mut crds = Vec::new();
-    for (group, namespaced) in [(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)] {
-        for (kind, plural, _) in super::PG_KINDS {
+    for (group, namespaced) in groups {
+        for (kind, plural) in kinds.clone() {
             crds.push(managed_crd(group, kind, plural, namespaced));
         }
-        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, pg_config_spec(namespaced), &["sql"]));
+        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, config_spec(namespaced), &["sql"]));
         if namespaced {
-            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, pg_config_spec(false), &["sql"]));
+            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(false), &["sql"]));
         }
         crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
     }
     crds
+}
+
+/// Every PostgreSQL CRD, cluster-scoped and namespaced.
+pub fn postgresql_crds() -> Vec<Value> {
+    group_crds([(PG_GROUP, false), (PG_NAMESPACED_GROUP, true)], super::PG_KINDS.iter().map(|(k, p, _)| (*k, *p)), pg_config_spec)
 }
 
 /// The spec of a MySQL ProviderConfig (`namespaced_secret` as for PostgreSQL).
@@ -323,16 +329,5 @@ fn mysql_config_spec(namespaced_secret: bool) -> Value {
 
 /// Every MySQL CRD, cluster-scoped and namespaced.
 pub fn mysql_crds() -> Vec<Value> {
-    let mut crds = Vec::new();
-    for (group, namespaced) in [(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)] {
-        for (kind, plural, _) in super::MYSQL_KINDS {
-            crds.push(managed_crd(group, kind, plural, namespaced));
-        }
-        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, mysql_config_spec(namespaced), &["sql"]));
-        if namespaced {
-            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, mysql_config_spec(false), &["sql"]));
-        }
-        crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
-    }
-    crds
+    group_crds([(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)], super::MYSQL_KINDS.iter().map(|(k, p, _)| (*k, *p)), mysql_config_spec)
 }

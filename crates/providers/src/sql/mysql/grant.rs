@@ -39,8 +39,9 @@ struct Plan {
 }
 
 /// A privilege in one spelling, for comparison: the privilege upper case (`ALL` as
-/// `ALL PRIVILEGES`), column lists without backticks or spaces and lower case (MySQL's
-/// column names are case-insensitive).
+/// `ALL PRIVILEGES`), column lists without backticks or spaces and sorted (`SHOW GRANTS`
+/// orders them its own way). Column names keep their case: `REVOKE` needs them as the table
+/// spells them.
 fn normalize(privilege: &str) -> String {
     let privilege = privilege.trim();
     let (name, columns) = match privilege.split_once('(') {
@@ -50,7 +51,12 @@ fn normalize(privilege: &str) -> String {
     let name = name.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_uppercase();
     let name = if name == "ALL" { "ALL PRIVILEGES".to_string() } else { name };
     match columns {
-        Some(columns) => format!("{name} ({}", columns.chars().filter(|c| *c != '`' && *c != ' ').collect::<String>().to_lowercase()),
+        Some(columns) => {
+            let columns: String = columns.chars().filter(|c| *c != '`' && *c != ' ' && *c != ')').collect();
+            let mut columns: Vec<&str> = columns.split(',').filter(|c| !c.is_empty()).collect();
+            columns.sort_unstable();
+            format!("{name} ({})", columns.join(","))
+        }
         None => name,
     }
 }
@@ -220,7 +226,7 @@ mod tests {
     fn show_grants_lines_are_read_for_the_target() {
         let lines = vec![
             "GRANT USAGE ON *.* TO `app`@`%` IDENTIFIED BY PASSWORD '*0000'".to_string(),
-            "GRANT SELECT, INSERT, UPDATE (`status`, `updated_at`) ON `shop`.`orders` TO `app`@`%` WITH GRANT OPTION".to_string(),
+            "GRANT SELECT, INSERT, UPDATE (`updated_at`, `status`) ON `shop`.`orders` TO `app`@`%` WITH GRANT OPTION".to_string(),
             "GRANT ALL PRIVILEGES ON `shop`.* TO `app`@`%`".to_string(),
         ];
         let table = granted(&lines, "`shop`.`orders`").unwrap();
