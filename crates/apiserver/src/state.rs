@@ -64,7 +64,7 @@ impl AppState {
             cache,
             registry,
             admission: AdmissionChain::with_builtins(),
-            authenticator: crate::authn::Authenticator { tokens: crate::authn::StaticTokens::admin(&token) },
+            authenticator: crate::authn::Authenticator { tokens: crate::authn::StaticTokens::admin(&token), service_accounts: None },
             token,
             ready: AtomicBool::new(false),
             openapi: Default::default(),

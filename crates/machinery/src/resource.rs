@@ -177,13 +177,17 @@ pub fn builtins() -> Vec<ResourceDef> {
     let mut services = builtin("", "v1", "Service", "services", true, &["svc"]);
     services.subresources = vec!["status".into()];
     services.categories = vec!["all".into()];
+    // `token` is TokenRequest's subresource: create only (the API server's
+    // `authn::service_accounts::requests`).
+    let mut service_accounts = builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"]);
+    service_accounts.subresources = vec!["token".into()];
     vec![
         namespaces,
         builtin("", "v1", "ConfigMap", "configmaps", true, &["cm"]),
         services,
         builtin("", "v1", "Endpoints", "endpoints", true, &["ep"]),
         builtin("", "v1", "Secret", "secrets", true, &[]),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, &["sa"]),
+        service_accounts,
         builtin("", "v1", "Event", "events", true, &["ev"]),
         events_v1,
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),

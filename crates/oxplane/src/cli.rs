@@ -148,6 +148,9 @@ pub enum Command {
         #[command(subcommand)]
         which: crate::commands::function::FunctionCommand,
     },
+    /// Write a kubeconfig for a user with a new client certificate signed by the server's CA
+    /// (common name = the user, organizations = the groups).
+    Kubeconfig(crate::commands::kubeconfig::KubeconfigArgs),
     /// Measure oxplane's performance and print the figures.
     Bench {
         /// Which benchmark.
@@ -237,6 +240,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Bench { which } => bench::run(which),
         Command::Controllers(args) => crate::commands::controllers::run(args),
+        Command::Kubeconfig(args) => crate::commands::kubeconfig::run(args, data_dir),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Diff(args) => crate::commands::diff::run(args),

@@ -1,4 +1,4 @@
-//! `oxplane up`'s flags for the store, encryption at rest and the audit log, named as
+//! `oxplane up`'s flags for the store, encryption at rest, the audit log and ServiceAccount tokens, named as
 //! kube-apiserver names them.
 
 use std::path::PathBuf;
@@ -32,12 +32,17 @@ pub struct SecurityFlags {
     /// Days rotated audit logs are kept (0: forever).
     #[arg(long, value_name = "DAYS", default_value_t = 0)]
     audit_log_maxage: u64,
+    /// The issuer (`iss`) of ServiceAccount tokens, and the audience tokens sent to this API
+    /// must carry; published at /.well-known/openid-configuration.
+    #[arg(long, value_name = "URL", default_value = oxplane_apiserver::authn::service_accounts::DEFAULT_ISSUER)]
+    service_account_issuer: String,
 }
 
 impl SecurityFlags {
     /// Puts the flags into the server's configuration.
     pub fn apply(self, config: &mut ServerConfig) {
         config.encryption_provider_config = self.encryption_provider_config;
+        config.service_account_issuer = self.service_account_issuer;
         config.audit = self.audit_log_path.map(|path| oxplane_apiserver::audit::AuditConfig {
             file: oxplane_apiserver::audit::FileOptions {
                 path,

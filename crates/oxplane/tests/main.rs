@@ -32,6 +32,7 @@ mod python_client;
 mod realtime;
 mod render;
 mod replicas;
+mod service_accounts;
 mod sql;
 mod sql_composition;
 mod sql_examples;

@@ -16,10 +16,12 @@
 //!
 //! A request with no valid credentials never reaches a handler: it is answered 401.
 
+pub mod service_accounts;
 pub mod tokens;
 pub mod x509;
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -74,11 +76,42 @@ impl UserInfo {
 }
 
 /// Every credential the server accepts: client certificates (checked per connection, see
-/// [`x509`]) and bearer tokens ([`tokens`]). `system:anonymous` is refused.
+/// [`x509`]), bearer tokens ([`tokens`]) and ServiceAccount tokens ([`service_accounts`]).
+/// `system:anonymous` is refused.
 #[derive(Clone, Debug, Default)]
 pub struct Authenticator {
     /// Bearer tokens: the admin token and the token file's.
     pub tokens: StaticTokens,
+    /// ServiceAccount tokens, once the server has loaded its signing key.
+    pub service_accounts: Option<Arc<service_accounts::ServiceAccountTokens>>,
+}
+
+/// Why a request's credentials were refused.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refused {
+    /// The cause, for the log (and the client, when `tell` is set).
+    pub why: String,
+    /// Whether the client is told the cause: yes for a ServiceAccount token (its holder can
+    /// read every claim anyway, and an expired or revoked token must say so), no for a guessed
+    /// static token or a missing credential, where kube-apiserver says only "Unauthorized".
+    pub tell: bool,
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.why)
+    }
+}
+
+impl Refused {
+    fn hidden(why: impl Into<String>) -> Self {
+        Refused { why: why.into(), tell: false }
+    }
+
+    /// The message of the 401 Status.
+    pub fn message(&self) -> String {
+        if self.tell { format!("Unauthorized: {}", self.why) } else { "Unauthorized".to_string() }
+    }
 }
 
 impl Authenticator {
@@ -86,7 +119,7 @@ impl Authenticator {
     /// certificate; or why it is refused (401). A valid certificate wins, as in
     /// kube-apiserver's union of authenticators; a bearer token that matches nothing is refused
     /// even when the certificate is not valid either.
-    pub fn authenticate(&self, authorization: Option<&str>, peer: Option<&PeerCertificate>) -> Result<UserInfo, String> {
+    pub fn authenticate(&self, authorization: Option<&str>, peer: Option<&PeerCertificate>) -> Result<UserInfo, Refused> {
         if let Some(PeerCertificate::Valid(user)) = peer {
             return Ok(user.clone());
         }
@@ -95,12 +128,33 @@ impl Authenticator {
                 .strip_prefix("Bearer ")
                 .map(str::trim)
                 .filter(|t| !t.is_empty())
-                .ok_or_else(|| "the Authorization header is not a bearer token".to_string())?;
-            return self.tokens.user(token).cloned().ok_or_else(|| "invalid bearer token".to_string());
+                .ok_or_else(|| Refused::hidden("the Authorization header is not a bearer token"))?;
+            return self.token(token, &[]).map(|(user, _)| user);
         }
         match peer {
-            Some(PeerCertificate::Invalid(why)) => Err(format!("invalid client certificate: {why}")),
-            _ => Err("no credentials (anonymous requests are not allowed)".to_string()),
+            Some(PeerCertificate::Invalid(why)) => Err(Refused::hidden(format!("invalid client certificate: {why}"))),
+            _ => Err(Refused::hidden("no credentials (anonymous requests are not allowed)")),
+        }
+    }
+
+    /// The user a bearer token stands for and which of `audiences` (the API's when empty) it
+    /// is good for: what API requests and `TokenReview` ask. Static tokens are good for the
+    /// API's audiences only, as kube-apiserver treats audience-agnostic authenticators.
+    pub fn token(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), Refused> {
+        let api_audiences = self.service_accounts.as_ref().map(|s| s.api_audiences()).unwrap_or_else(|| vec![service_accounts::DEFAULT_ISSUER.to_string()]);
+        if let Some(user) = self.tokens.user(token) {
+            let matched: Vec<String> =
+                if audiences.is_empty() { api_audiences.clone() } else { audiences.iter().filter(|a| api_audiences.contains(a)).cloned().collect() };
+            if matched.is_empty() {
+                return Err(Refused { why: format!("the token is not valid for the audiences {audiences:?}"), tell: true });
+            }
+            return Ok((user.clone(), matched));
+        }
+        match &self.service_accounts {
+            Some(accounts) if service_accounts::ServiceAccountTokens::looks_like_jwt(token) => {
+                accounts.authenticate(token, audiences).map_err(|e| Refused { why: e.to_string(), tell: true })
+            }
+            _ => Err(Refused::hidden("invalid bearer token")),
         }
     }
 }

@@ -9,7 +9,8 @@
 //!
 //! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
 //! `crd_cleanup.rs`, `aggregation.rs`, `events.rs` (Events the controllers record), `event_ttl.rs`
-//! (Events expire `--event-ttl` after they last happened).
+//! (Events expire `--event-ttl` after they last happened), `tokens.rs` (legacy ServiceAccount
+//! token Secrets).
 
 pub(crate) mod aggregation;
 mod crd_cleanup;
@@ -18,6 +19,7 @@ mod events;
 mod gc;
 mod namespaces;
 mod runner;
+mod tokens;
 
 use std::sync::Arc;
 
@@ -82,6 +84,7 @@ pub fn start(state: &Arc<AppState>) -> Controllers {
             tokio::spawn(runner::run(state.clone(), namespaces::NamespaceController::default())),
             tokio::spawn(runner::run(state.clone(), crd_cleanup::CrdCleanup::default())),
             tokio::spawn(runner::run(state.clone(), aggregation::Aggregation::default())),
+            tokio::spawn(runner::run(state.clone(), tokens::TokensController::default())),
             tokio::spawn(event_ttl::run(state.clone())),
         ],
     }

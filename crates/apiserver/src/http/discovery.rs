@@ -43,8 +43,12 @@ fn aggregated_resource(r: &ResourceDef) -> Value {
         .subresources
         .iter()
         .map(|sub| {
-            let response_kind = if sub == "scale" { json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}) } else { kind.clone() };
-            json!({"subresource": sub, "responseKind": response_kind, "verbs": ["get", "patch", "update"]})
+            let (response_kind, verbs) = match sub.as_str() {
+                "scale" => (json!({"group": "autoscaling", "version": "v1", "kind": "Scale"}), subresource_verbs(sub)),
+                "token" => (json!({"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}), subresource_verbs(sub)),
+                _ => (kind.clone(), subresource_verbs(sub)),
+            };
+            json!({"subresource": sub, "responseKind": response_kind, "verbs": verbs})
         })
         .collect();
     json!({
@@ -165,15 +169,29 @@ fn resource_list(state: &AppState, group: &str, version: &str) -> Result<Json<Va
             "categories": r.categories,
         }));
         for sub in &r.subresources {
-            entries.push(json!({
+            let (group, version, kind) = if sub == "token" { ("authentication.k8s.io", "v1", "TokenRequest") } else { ("", "", r.kind.as_str()) };
+            let mut entry = json!({
                 "name": format!("{}/{sub}", r.plural),
                 "singularName": "",
                 "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
+                "kind": kind,
+                "verbs": subresource_verbs(sub),
+            });
+            if !group.is_empty() {
+                entry["group"] = json!(group);
+                entry["version"] = json!(version);
+            }
+            entries.push(entry);
         }
     }
     let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
     Ok(Json(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": entries})))
+}
+
+/// The verbs a subresource is served with.
+fn subresource_verbs(sub: &str) -> Vec<&'static str> {
+    match sub {
+        "token" => vec!["create"],
+        _ => vec!["get", "patch", "update"],
+    }
 }

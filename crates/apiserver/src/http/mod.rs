@@ -45,6 +45,9 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/{version}/{*rest}", axum::routing::any(resources::core))
         .route("/apis/{group}/{version}/{*rest}", axum::routing::any(resources::grouped))
         .route("/apis/authentication.k8s.io/v1/selfsubjectreviews", axum::routing::post(self_subject_review))
+        .route("/apis/authentication.k8s.io/v1/tokenreviews", axum::routing::post(crate::authn::service_accounts::requests::token_review))
+        .route("/.well-known/openid-configuration", get(crate::authn::service_accounts::requests::openid_configuration))
+        .route("/openid/v1/jwks", get(crate::authn::service_accounts::requests::jwks))
         .route("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", axum::routing::post(reviews::self_subject_access_review))
         .route("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", axum::routing::post(reviews::self_subject_rules_review))
         .route("/apis/authorization.k8s.io/v1/subjectaccessreviews", axum::routing::post(reviews::subject_access_review))
@@ -119,11 +122,12 @@ async fn authenticate(State(state): State<Arc<AppState>>, mut request: Request, 
             let peer = request.extensions().get::<crate::authn::PeerCertificate>();
             let user = match state.authenticator.authenticate(presented, peer) {
                 Ok(user) => user,
-                Err(why) => {
-                    // kube-apiserver says no more than "Unauthorized" to the client; the cause
-                    // goes to the log.
-                    tracing::debug!(%why, path = %request.uri().path(), "request refused: not authenticated");
-                    return ApiError::new(Reason::Unauthorized, "Unauthorized").into_response();
+                Err(refused) => {
+                    // For a guessed token or no credential, kube-apiserver says no more than
+                    // "Unauthorized"; a ServiceAccount token's holder is told why it no longer
+                    // works (see `Refused`). The cause always goes to the log.
+                    tracing::debug!(why = %refused, path = %request.uri().path(), "request refused: not authenticated");
+                    return ApiError::new(Reason::Unauthorized, refused.message()).into_response();
                 }
             };
             request.extensions_mut().insert(user.clone());

@@ -300,6 +300,10 @@ async fn dispatch_to(
     let r = &target.resource;
     let ns = target.namespace.as_deref();
     match (method.clone(), target.name.as_deref()) {
+        (method, Some(name)) if target.subresource.as_deref() == Some("token") => match (method, ns) {
+            (Method::POST, Some(ns)) => crate::authn::service_accounts::requests::token_request(state, &headers, &body, ns, name).await,
+            (method, _) => Err(ApiError::new(Reason::MethodNotAllowed, format!("{method} is not supported on serviceaccounts/token: only POST (create)"))),
+        },
         (Method::GET, None) => {
             let prefix = match ns {
                 Some(ns) => r.namespace_prefix(ns),

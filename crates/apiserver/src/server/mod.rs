@@ -3,7 +3,7 @@
 
 pub mod auth;
 mod files;
-pub(crate) use files::write_private;
+pub use files::write_private;
 pub mod kubeconfig;
 pub mod shared;
 pub mod tls;
@@ -57,6 +57,9 @@ pub struct ServerConfig {
     pub audit: Option<crate::audit::AuditConfig>,
     /// Where objects are stored.
     pub store: StoreBackend,
+    /// The issuer (`iss`) of ServiceAccount tokens, and the audience API requests' tokens must
+    /// carry (kube-apiserver's `--service-account-issuer`).
+    pub service_account_issuer: String,
 }
 
 /// The store `oxplane up` keeps objects in.
@@ -88,6 +91,7 @@ impl ServerConfig {
             event_ttl: crate::state::DEFAULT_EVENT_TTL,
             audit: None,
             store: StoreBackend::Sqlite,
+            service_account_issuer: crate::authn::service_accounts::DEFAULT_ISSUER.to_string(),
         }
     }
 }
@@ -153,6 +157,14 @@ impl Server {
         if let Some(file) = &config.token_auth_file {
             state.authenticator.tokens.load_file(file).map_err(ServeError::Startup)?;
         }
+        let signing_key = crate::authn::service_accounts::key::load_or_create(&*store).await?;
+        state.authenticator.service_accounts = Some(Arc::new(crate::authn::service_accounts::ServiceAccountTokens::new(
+            config.service_account_issuer.clone(),
+            format!("{}/openid/v1/jwks", server_url(local)),
+            certs.ca_pem.clone(),
+            signing_key,
+            state.cache.clone(),
+        )));
         let state = Arc::new(state);
         crate::store_health::spawn_probe(&state);
         http::seed::namespaces(&state).await.map_err(|e| ServeError::Startup(format!("seeding namespaces: {e}")))?;

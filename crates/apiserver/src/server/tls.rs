@@ -138,10 +138,23 @@ pub fn server_config(
     Ok(Arc::new(config))
 }
 
+/// How long [`issue_client_certificate`]'s certificates are valid: a year.
+pub const CLIENT_CERTIFICATE_VALIDITY: std::time::Duration = std::time::Duration::from_secs(365 * 24 * 3600);
+
 /// A client certificate for `user` in `groups` (common name and organizations), signed by the
-/// CA in `dir/pki`; returns the certificate and its key as PEM.
+/// CA in `dir/pki`, valid for a year; returns the certificate and its key as PEM.
 pub fn issue_client_certificate(dir: &Path, user: &str, groups: &[String]) -> Result<(String, String), ServeError> {
+    issue_client_certificate_for(dir, user, groups, CLIENT_CERTIFICATE_VALIDITY)
+}
+
+/// [`issue_client_certificate`], valid from a minute ago for `validity`.
+pub fn issue_client_certificate_for(dir: &Path, user: &str, groups: &[String], validity: std::time::Duration) -> Result<(String, String), ServeError> {
     let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
+    // rcgen keeps one value per attribute type in a name, so a second organization would
+    // silently replace the first: refuse rather than issue a certificate missing a group.
+    if groups.len() > 1 {
+        return Err(ServeError::Tls(format!("a client certificate names one group (organization) here; got {}: {}", groups.len(), groups.join(", "))));
+    }
     let pki = dir.join("pki");
     let read = |f: &str| {
         let path = pki.join(f);
@@ -157,6 +170,10 @@ pub fn issue_client_certificate(dir: &Path, user: &str, groups: &[String]) -> Re
     }
     params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let epoch = rcgen::date_time_ymd(1970, 1, 1);
+    params.not_before = epoch + since_epoch.saturating_sub(std::time::Duration::from_secs(60));
+    params.not_after = epoch + since_epoch.saturating_add(validity);
     let cert = params.signed_by(&key, &issuer).map_err(tls)?;
     Ok((cert.pem(), key.serialize_pem()))
 }

@@ -97,6 +97,11 @@ fn paths(resource: &ResourceDef, out: &mut Map<String, Value>) {
         }),
     );
     for sub in &resource.subresources {
+        if sub == "token" {
+            // TokenRequest: create only.
+            out.insert(format!("{collection}/{{name}}/{sub}"), json!({"post": operation(resource, "post", false, Some(vec!["application/json"]))}));
+            continue;
+        }
         out.insert(
             format!("{collection}/{{name}}/{sub}"),
             json!({

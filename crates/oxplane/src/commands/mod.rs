@@ -6,6 +6,7 @@ pub mod controllers;
 pub mod diff;
 pub mod function;
 pub mod kube;
+pub mod kubeconfig;
 pub mod load;
 pub mod render;
 pub mod trace;
