@@ -35,6 +35,9 @@ pub enum CoreError {
     /// A core CRD did not become established.
     #[error("CustomResourceDefinition {0} did not become established")]
     NotEstablished(String),
+    /// Crossplane's RBAC roles could not be applied.
+    #[error("cannot apply Crossplane's RBAC roles: {0}")]
+    Rbac(ApiError),
     /// A Provider asked for at start could not be created.
     #[error("cannot create Provider {name}: {error}")]
     Provider {
@@ -91,6 +94,7 @@ impl Core {
     /// Applies the core CRDs, starts the core controllers, and creates the Providers asked for.
     pub async fn start(runtime: &Runtime, options: CoreOptions) -> Result<Core, CoreError> {
         install_core_crds(runtime).await?;
+        crate::rbac::install_chart_roles(runtime).await.map_err(CoreError::Rbac)?;
         let functions = FunctionRegistry::new();
         let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers));
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
@@ -107,6 +111,7 @@ impl Core {
             )),
             crate::compositions::start_controller(runtime),
             xrds,
+            crate::rbac::start_controller(runtime),
         ];
         let mut controllers = controllers;
         controllers.extend(crate::usage::start(runtime));

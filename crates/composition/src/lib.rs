@@ -1,6 +1,6 @@
 //! Crossplane's core controllers on the runtime: packages (providers and functions),
 //! composite resource definitions, compositions and their revisions, composite resources
-//! and their function pipelines, claims, usages and Operations.
+//! and their function pipelines, claims, usages and Operations, and the RBAC manager's roles.
 
 pub mod claim;
 pub mod composite;
@@ -9,5 +9,6 @@ pub mod core;
 pub mod crds;
 pub mod ops;
 pub mod packages;
+pub mod rbac;
 pub mod usage;
 pub mod xrd;

@@ -11,6 +11,7 @@ mod core_crds;
 mod environment;
 mod grpc_faults;
 mod grpc_functions;
+mod rbac_roles;
 mod selection;
 mod usages;
 mod xr_controls;
