@@ -1,5 +1,7 @@
 //! `oxplane bench api`: the API server measured from outside, through HTTPS with kube-rs, beside
-//! the raw store in the same run: creates per second (1 and 32 clients), LIST of 10,000
+//! the raw store in the same run: creates per second (1 and 32 clients; with 32 also as a user
+//! RBAC decides for, by client certificate and by ServiceAccount token, beside the admin whom
+//! RBAC lets through unchecked), LIST of 10,000
 //! objects, watch fan-out latency (one write, 100 watchers), and CRD scale (1,000 CRDs with
 //! 50-property schemas: server RSS, time to establish, cold `kubectl api-resources`).
 
@@ -13,6 +15,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use oxplane_apiserver::server::{kubeconfig, tls};
 use oxplane_store::sqlite::{SqliteOptions, SqliteStore};
 use oxplane_store::CompactionPolicy;
 use serde_json::json;
@@ -83,6 +86,13 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         let c32 = http_creates(&client, "c32", 32, phase).await?;
         report.add("http_creates_per_s_c1", c1, "creates/s");
         report.add("http_creates_per_s_c32", c32, "creates/s");
+        // RBAC on: the same creates by a user and a ServiceAccount bound to `edit`.
+        let (user, robot) = rbac_clients(&server, &client).await?;
+        let c32_user = http_creates_in(&user, RBAC_NAMESPACE, "user", 32, phase).await?;
+        let c32_robot = http_creates_in(&robot, RBAC_NAMESPACE, "robot", 32, phase).await?;
+        report.add("http_creates_per_s_c32_rbac_user", c32_user, "creates/s");
+        report.add("http_creates_per_s_c32_rbac_service_account", c32_robot, "creates/s");
+        report.add("rbac_cost_c32_percent", (1.0 - c32_user / c32.max(f64::MIN_POSITIVE)) * 100.0, "%");
         report.add("store_writes_per_s_c32", store_rate, "writes/s");
         report.add("http_to_store_ratio_c32", c32 / store_rate.max(f64::MIN_POSITIVE), "x");
 
@@ -117,8 +127,56 @@ pub(super) async fn raw_store_writes(dir: &Path, writers: usize, phase: Duration
     Ok(super::store::concurrent_writes(&store, writers, phase).await?.per_second)
 }
 
-/// ConfigMap creates per second through HTTPS with `clients` concurrent clients.
+/// The namespace the RBAC-checked clients write in.
+const RBAC_NAMESPACE: &str = "bench-rbac";
+
+async fn client_from(kubeconfig_text: &str) -> anyhow::Result<kube::Client> {
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(kubeconfig_text)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// Clients RBAC decides for, each bound to `edit` in [`RBAC_NAMESPACE`]: a user with a client
+/// certificate, and a ServiceAccount with a token from the `token` subresource.
+async fn rbac_clients(server: &ServerProcess, admin: &kube::Client) -> anyhow::Result<(kube::Client, kube::Client)> {
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
+    namespaces.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": RBAC_NAMESPACE}}))?).await?;
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(admin.clone(), RBAC_NAMESPACE);
+    accounts.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "bench-robot"}}))?).await?;
+    let bindings: Api<k8s_openapi::api::rbac::v1::RoleBinding> = Api::namespaced(admin.clone(), RBAC_NAMESPACE);
+    let binding = json!({
+        "metadata": {"name": "bench-edit"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bench-user"},
+            {"kind": "ServiceAccount", "name": "bench-robot", "namespace": RBAC_NAMESPACE},
+        ],
+    });
+    bindings.create(&PostParams::default(), &serde_json::from_value(binding)?).await?;
+
+    let admin_config: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(server.dir.join(kubeconfig::KUBECONFIG_FILE))?)?;
+    let url = admin_config["clusters"][0]["cluster"]["server"].as_str().context("the kubeconfig names no server")?;
+    let ca = std::fs::read_to_string(server.dir.join("pki").join("ca.crt"))?;
+    let (cert, key) = tls::issue_client_certificate(&server.dir, "bench-user", &[])?;
+    let user = client_from(&kubeconfig::render_with_certificate(url, &ca, "bench-user", &cert, &key)).await?;
+
+    let body = serde_json::to_vec(&json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}))?;
+    let request = http::Request::post(format!("/api/v1/namespaces/{RBAC_NAMESPACE}/serviceaccounts/bench-robot/token"))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(body)?;
+    let answer: serde_json::Value = admin.request(request).await?;
+    let token = answer["status"]["token"].as_str().context("the TokenRequest was answered without a token")?;
+    let robot = client_from(&kubeconfig::render(url, &ca, token)).await?;
+    Ok((user, robot))
+}
+
+/// ConfigMap creates per second in `default` through HTTPS with `clients` concurrent clients.
 pub(super) async fn http_creates(client: &kube::Client, tag: &str, clients: usize, phase: Duration) -> anyhow::Result<f64> {
+    http_creates_in(client, "default", tag, clients, phase).await
+}
+
+/// [`http_creates`] in `namespace`.
+async fn http_creates_in(client: &kube::Client, namespace: &str, tag: &str, clients: usize, phase: Duration) -> anyhow::Result<f64> {
     // Each client sends the create and reads the whole answer, but does not decode it: on a
     // machine the client shares with the server, decoding would take CPU from the server
     // being measured (the raw-store baseline has no client at all).
@@ -127,11 +185,12 @@ pub(super) async fn http_creates(client: &kube::Client, tag: &str, clients: usiz
     for c in 0..clients {
         let client = client.clone();
         let tag = tag.to_string();
+        let path = format!("/api/v1/namespaces/{namespace}/configmaps");
         tasks.push(tokio::spawn(async move {
             let mut n = 0u64;
             while start.elapsed() < phase {
                 let body = serde_json::to_vec(&config_map(&format!("create-{tag}-{c}-{n}")))?;
-                let request = http::Request::post("/api/v1/namespaces/default/configmaps")
+                let request = http::Request::post(path.as_str())
                     .header(http::header::CONTENT_TYPE, "application/json")
                     .body(kube::client::Body::from(body))?;
                 let response = client.send(request).await?;
