@@ -92,14 +92,21 @@ fn is_ready(object: &DynamicObject) -> bool {
 /// Total reconciles of provider-sql's Role, Database and Grant controllers, from `/metrics`.
 async fn reconciles(client: &kube::Client) -> anyhow::Result<f64> {
     let request = http::Request::get("/metrics").body(Vec::new())?;
-    let text = client.request_text(request).await?;
-    Ok(text
+    Ok(sum_reconciles(&client.request_text(request).await?))
+}
+
+/// The reconciles counted in a `/metrics` text for the benchmark's kinds: the managed
+/// reconciler names its controller `managed/<kind in lower case>.<group>`.
+fn sum_reconciles(metrics: &str) -> f64 {
+    let prefixes: Vec<String> = KINDS
+        .iter()
+        .map(|(kind, _)| format!("oxplane_reconciles_total{{controller=\"managed/{}.postgresql.sql.crossplane.io\"", kind.to_lowercase()))
+        .collect();
+    metrics
         .lines()
-        .filter(|l| {
-            KINDS.iter().any(|(_, plural)| l.starts_with(&format!("oxplane_reconciles_total{{controller=\"managed/{plural}.postgresql.sql.crossplane.io\"")))
-        })
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(p.as_str())))
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum())
+        .sum()
 }
 
 /// Runs the benchmark.
@@ -204,4 +211,19 @@ pub fn run(args: Args) -> anyhow::Result<()> {
         anyhow::Ok(())
     })?;
     report.print(args.json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reconciles_are_summed_over_the_benchmarks_controllers_only() {
+        let metrics = "# TYPE oxplane_reconciles_total counter\n\
+            oxplane_reconciles_total{controller=\"managed/role.postgresql.sql.crossplane.io\",result=\"success\"} 3\n\
+            oxplane_reconciles_total{controller=\"managed/grant.postgresql.sql.crossplane.io\",result=\"requeue\"} 4\n\
+            oxplane_reconciles_total{controller=\"managed/nopresource.nop.crossplane.io\",result=\"success\"} 100\n\
+            oxplane_reconcile_seconds_total{controller=\"managed/role.postgresql.sql.crossplane.io\"} 9.5\n";
+        assert_eq!(sum_reconciles(metrics), 7.0);
+    }
 }
