@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use oxplane_providers::sql::testing::{PASSWORD, Postgres};
 use serde_json::Value;
-use support::{Server, condition, within};
+use support::{Server, within};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/provider-sql/postgresql");
 
@@ -44,23 +44,12 @@ fn get(server: &Server, what: &str) -> Option<Value> {
 
 fn wait_ready(server: &Server, kind: &str, names: &[String]) {
     for name in names {
-        let what = mr(kind, name);
-        let mut last = Value::Null;
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            last = get(server, &what).unwrap_or(last);
-            if support::is_true(&last, "Ready") && support::is_true(&last, "Synced") {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "{what} not Ready and Synced: {}", last["status"]);
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        support::wait_ready_and_synced(server, &mr(kind, name));
     }
 }
 
 fn secret(server: &Server, name: &str, key: &str) -> String {
-    let secret = get(server, &format!("secret/{name}")).unwrap_or_else(|| panic!("secret {name}"));
-    String::from_utf8(oxplane_runtime::managed::connection::decode_data(&secret).remove(key).unwrap_or_else(|| panic!("{name} has no {key}"))).unwrap()
+    support::secret_value(server, name, key)
 }
 
 /// Waits until `sql` in `database` answers `want`.
@@ -79,20 +68,6 @@ fn events_of(server: &Server, name: &str) -> Vec<Value> {
 }
 
 /// The Synced=False message of an object, once it has one.
-fn sync_error(server: &Server, what: &str) -> String {
-    let mut message = String::new();
-    within(Duration::from_secs(90), &format!("{what} Synced=False"), || {
-        let Some(object) = get(server, what) else { return false };
-        match condition(&object, "Synced") {
-            Some(c) if c["status"] == "False" => {
-                message = c["message"].as_str().unwrap_or_default().to_string();
-                true
-            }
-            _ => false,
-        }
-    });
-    message
-}
 
 fn apply_file(server: &Server, yaml: &str) {
     server.apply(yaml);
@@ -231,11 +206,11 @@ fn sql_upstream_postgresql_examples_are_made_kept_reported_and_removed() {
             .collect::<String>(),
     );
     apply_file(&server, &broken);
-    let unreachable = sync_error(&server, &mr("Role", "err-unreachable"));
+    let unreachable = support::sync_error(&server, &mr("Role", "err-unreachable"));
     assert!(unreachable.contains(&format!("127.0.0.1:{closed_port}")) && unreachable.to_lowercase().contains("refused"), "{unreachable}");
-    let auth = sync_error(&server, &mr("Role", "err-wrong-password"));
+    let auth = support::sync_error(&server, &mr("Role", "err-wrong-password"));
     assert!(auth.contains(&format!("127.0.0.1:{}", pg.port)) && auth.contains("password authentication failed"), "{auth}");
-    let denied = sync_error(&server, &mr("Role", "err-as-reader"));
+    let denied = support::sync_error(&server, &mr("Role", "err-as-reader"));
     assert!(denied.contains(&format!("127.0.0.1:{}", pg.port)) && denied.contains("permission denied"), "{denied}");
     server.kubectl(&["delete", &mr("Role", "err-unreachable"), &mr("Role", "err-wrong-password"), &mr("Role", "err-as-reader"), "--wait=false"]);
 
@@ -262,7 +237,7 @@ fn sql_upstream_postgresql_examples_are_made_kept_reported_and_removed() {
     assert_eq!(pg.psql("appdb", "SELECT count(*) FROM pg_extension WHERE extname IN ('hstore', 'ltree')"), "0");
     // owned-db's public schema still holds the tables: dropping it fails, and says why.
     server.kubectl_stdin(&["delete", "-f", "-", "--wait=false"], &schemas);
-    let schema_in_use = sync_error(&server, &mr("Schema", "public"));
+    let schema_in_use = support::sync_error(&server, &mr("Schema", "public"));
     assert!(schema_in_use.contains(&format!("127.0.0.1:{}", pg.port)) && schema_in_use.contains("other objects depend on it"), "{schema_in_use}");
     within(Duration::from_secs(60), "app-schema to be gone", || get(&server, &mr("Schema", "app-schema")).is_none());
     assert_eq!(pg.psql("appdb", "SELECT count(*) FROM pg_namespace WHERE nspname = 'app-schema'"), "0");
@@ -281,7 +256,7 @@ fn sql_upstream_postgresql_examples_are_made_kept_reported_and_removed() {
         .unwrap();
     within(Duration::from_secs(30), "the session on appdb", || pg.psql("postgres", "SELECT count(*) FROM pg_stat_activity WHERE datname = 'appdb' AND query LIKE '%pg_sleep%'") == "1");
     server.kubectl(&["delete", &mr("Database", "appdb"), "--wait=false"]);
-    let in_use = sync_error(&server, &mr("Database", "appdb"));
+    let in_use = support::sync_error(&server, &mr("Database", "appdb"));
     assert!(in_use.contains(&format!("127.0.0.1:{}", pg.port)) && in_use.contains("is being accessed by other users"), "{in_use}");
     let _ = holder.kill();
     let _ = holder.wait();

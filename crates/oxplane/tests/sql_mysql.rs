@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use oxplane_providers::sql::testing::mariadb::{MariaDb, PASSWORD};
 use serde_json::Value;
-use support::{Server, condition, within};
+use support::{Server, within};
 
 const EXAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/provider-sql/mysql");
 
@@ -31,23 +31,12 @@ fn get(server: &Server, what: &str) -> Option<Value> {
 
 fn wait_ready(server: &Server, kind: &str, names: &[&str]) {
     for name in names {
-        let what = mr(kind, name);
-        let mut last = Value::Null;
-        let deadline = std::time::Instant::now() + Duration::from_secs(120);
-        loop {
-            last = get(server, &what).unwrap_or(last);
-            if support::is_true(&last, "Ready") && support::is_true(&last, "Synced") {
-                break;
-            }
-            assert!(std::time::Instant::now() < deadline, "{what} not Ready and Synced: {}", last["status"]);
-            std::thread::sleep(Duration::from_millis(250));
-        }
+        support::wait_ready_and_synced(server, &mr(kind, name));
     }
 }
 
 fn secret(server: &Server, name: &str, key: &str) -> String {
-    let secret = get(server, &format!("secret/{name}")).unwrap_or_else(|| panic!("secret {name}"));
-    String::from_utf8(oxplane_runtime::managed::connection::decode_data(&secret).remove(key).unwrap_or_else(|| panic!("{name} has no {key}"))).unwrap()
+    support::secret_value(server, name, key)
 }
 
 fn wait_sql(db: &MariaDb, sql: &str, want: &str) {
@@ -58,20 +47,6 @@ fn nudge(server: &Server, what: &str, token: &str) {
     server.kubectl(&["annotate", "--overwrite", what, &format!("crossplane.io/reconcile-requested-at={token}")]);
 }
 
-fn sync_error(server: &Server, what: &str) -> String {
-    let mut message = String::new();
-    within(Duration::from_secs(90), &format!("{what} Synced=False"), || {
-        let Some(object) = get(server, what) else { return false };
-        match condition(&object, "Synced") {
-            Some(c) if c["status"] == "False" => {
-                message = c["message"].as_str().unwrap_or_default().to_string();
-                true
-            }
-            _ => false,
-        }
-    });
-    message
-}
 
 fn drift_events(server: &Server, name: &str) -> String {
     let events: Value = serde_json::from_str(&server.kubectl(&["get", "events", "-A", "-o", "json"])).unwrap();
@@ -185,11 +160,11 @@ fn sql_upstream_mysql_examples_are_made_kept_reported_and_removed() {
         ));
     }
     server.apply(&broken);
-    let unreachable = sync_error(&server, &mr("Database", "err-my-unreachable"));
+    let unreachable = support::sync_error(&server, &mr("Database", "err-my-unreachable"));
     assert!(unreachable.contains(&format!("127.0.0.1:{closed_port}")) && unreachable.to_lowercase().contains("refused"), "{unreachable}");
-    let auth = sync_error(&server, &mr("Database", "err-my-wrong-password"));
+    let auth = support::sync_error(&server, &mr("Database", "err-my-wrong-password"));
     assert!(auth.contains(&format!("127.0.0.1:{}", db.port)) && auth.contains("Access denied"), "{auth}");
-    let denied = sync_error(&server, &mr("Database", "err-my-as-app"));
+    let denied = support::sync_error(&server, &mr("Database", "err-my-as-app"));
     assert!(denied.contains(&format!("127.0.0.1:{}", db.port)) && denied.contains("Access denied"), "{denied}");
     server.kubectl(&["delete", &mr("Database", "err-my-unreachable"), &mr("Database", "err-my-wrong-password"), &mr("Database", "err-my-as-app"), "--wait=false"]);
 

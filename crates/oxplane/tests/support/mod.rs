@@ -453,3 +453,41 @@ impl Drop for Server {
         assert!(leaked.is_empty(), "the server's log shows secret values: {leaked:?}");
     }
 }
+
+/// Waits until the object `what` (kubectl's `TYPE/NAME`) is Ready and Synced, failing after two
+/// minutes with its last status.
+pub fn wait_ready_and_synced(server: &Server, what: &str) {
+    let mut last = serde_json::Value::Null;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        last = server.get(&[what]).unwrap_or(last);
+        if is_true(&last, "Ready") && is_true(&last, "Synced") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{what} not Ready and Synced: {}", last["status"]);
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// One key of the Secret `name` in the kubeconfig's namespace, decoded.
+pub fn secret_value(server: &Server, name: &str, key: &str) -> String {
+    let secret = server.get(&[&format!("secret/{name}")]).unwrap_or_else(|| panic!("secret {name}"));
+    let value = oxplane_runtime::managed::connection::decode_data(&secret).remove(key).unwrap_or_else(|| panic!("{name} has no {key}"));
+    String::from_utf8(value).unwrap()
+}
+
+/// Waits until the object `what` reports `Synced=False` and returns the condition's message.
+pub fn sync_error(server: &Server, what: &str) -> String {
+    let mut message = String::new();
+    within(Duration::from_secs(90), &format!("{what} Synced=False"), || {
+        let Some(object) = server.get(&[what]) else { return false };
+        match condition(&object, "Synced") {
+            Some(c) if c["status"] == "False" => {
+                message = c["message"].as_str().unwrap_or_default().to_string();
+                true
+            }
+            _ => false,
+        }
+    });
+    message
+}
