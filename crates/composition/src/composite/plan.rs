@@ -110,6 +110,14 @@ impl Planned {
         Planned { resource_name: None, object: object.clone(), action, changes: Vec::new(), error: None, resources: Vec::new() }
     }
 
+    /// `after` planned against what exists now (`None`: nothing, so it would be created).
+    fn against(before: Option<&Value>, after: &Value) -> Self {
+        let Some(before) = before else { return Planned::new(after, Action::Create) };
+        let changes = changes(before, after);
+        let action = if changes.is_empty() { Action::Unchanged } else { Action::Update };
+        Planned { changes, ..Planned::new(after, action) }
+    }
+
     fn to_json(&self) -> Value {
         let mut out = json!({
             "apiVersion": self.object.get("apiVersion"),
@@ -212,13 +220,7 @@ async fn plan_claim(runtime: &Runtime, functions: &FunctionRegistry, types: &[Xr
     claim["metadata"]["namespace"] = json!(namespace);
     let existing = runtime.kube.get(&claim_kind, Some(&namespace), &name).await.map_err(|e| PlanError::Refused(e.to_string()))?;
     let after = runtime.kube.apply_dry_run(&claim_kind, &claim, PLAN_MANAGER, true).await.map_err(|e| PlanError::Refused(e.to_string()))?;
-    let mut planned = match &existing {
-        Some(existing) => {
-            let changes = changes(existing, &after);
-            Planned { changes: changes.clone(), ..Planned::new(&after, if changes.is_empty() { Action::Unchanged } else { Action::Update }) }
-        }
-        None => Planned::new(&after, Action::Create),
-    };
+    let mut planned = Planned::against(existing.as_ref(), &after);
     // The composite the claim is bound to, or the one it would get.
     let bound = after.pointer("/spec/resourceRef/name").and_then(Value::as_str).map(str::to_string);
     let xr_name = bound.unwrap_or_else(|| format!("{name}-{}", &super::names::composed_name("", object::uid(&after).unwrap_or(&name), "claim")[1..6]));
@@ -259,13 +261,7 @@ async fn plan_composite(
     let name = object::name(input).unwrap_or_default().to_string();
     let existing = runtime.kube.get(&kind, namespace.as_deref(), &name).await.map_err(|e| PlanError::Refused(e.to_string()))?;
     let after = runtime.kube.apply_dry_run(&kind, input, PLAN_MANAGER, true).await.map_err(|e| PlanError::Refused(format!("{} {name:?}: {e}", kind.gvk.kind)))?;
-    let mut planned = match &existing {
-        Some(existing) => {
-            let changes = changes(existing, &after);
-            Planned { changes: changes.clone(), ..Planned::new(&after, if changes.is_empty() { Action::Unchanged } else { Action::Update }) }
-        }
-        None => Planned::new(&after, Action::Create),
-    };
+    let mut planned = Planned::against(existing.as_ref(), &after);
     if depth >= MAX_NESTING {
         planned.error = Some(format!("composites nested deeper than {MAX_NESTING} are not planned"));
         return Ok(planned);
@@ -332,13 +328,7 @@ async fn compose_plan(
                 Err(error) => Planned { error: Some(error.to_string()), ..Planned::new(&rendered.object, if observed.is_some() { Action::Update } else { Action::Create }) },
             },
             None => match runtime.kube.apply_dry_run(&rendered.kind, &rendered.object, &manager, true).await {
-                Ok(after) => match observed {
-                    Some(observed) => {
-                        let changes = changes(observed, &after);
-                        Planned { changes: changes.clone(), ..Planned::new(&after, if changes.is_empty() { Action::Unchanged } else { Action::Update }) }
-                    }
-                    None => Planned::new(&after, Action::Create),
-                },
+                Ok(after) => Planned::against(observed, &after),
                 Err(error) => Planned {
                     error: Some(format!("cannot apply composed resource {resource_name:?}: {error}")),
                     ..Planned::new(&rendered.object, if observed.is_some() { Action::Update } else { Action::Create })
