@@ -1,0 +1,118 @@
+//! `oxplane xpkg build` and `oxplane xpkg push` as a user runs them, against a real registry
+//! (Debian's `docker-registry` on 127.0.0.1): a Configuration folder becomes a package file,
+//! is pushed, and pulls back from the registry with the same digest and the same
+//! `package.yaml`; bad input is refused with the cause.
+
+use std::path::Path;
+use std::process::Command;
+
+use oxplane_xpkg::registry::{Credentials, pull};
+use oxplane_xpkg::testing::Registry;
+
+fn oxplane(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_oxplane")).args(args).output().unwrap()
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const META: &str = "apiVersion: meta.pkg.crossplane.io/v1
+kind: Configuration
+metadata:
+  name: platform-buckets
+  annotations: {meta.crossplane.io/maintainer: Platform Team <platform@example.org>}
+spec:
+  crossplane: {version: '>=v1.14.0'}
+  dependsOn:
+  - {apiVersion: pkg.crossplane.io/v1, kind: Function, package: xpkg.example.org/fns/function-patch-and-transform, version: '>=v0.8.0'}
+";
+
+const XRD: &str = "apiVersion: apiextensions.crossplane.io/v1
+kind: CompositeResourceDefinition
+metadata: {name: xbuckets.platform.example.org}
+spec:
+  group: platform.example.org
+  names: {kind: XBucket, plural: xbuckets}
+  versions:
+  - name: v1alpha1
+    served: true
+    referenceable: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: string}}}}}}
+";
+
+const COMPOSITION: &str = "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata: {name: xbuckets}
+spec:
+  compositeTypeRef: {apiVersion: platform.example.org/v1alpha1, kind: XBucket}
+  mode: Pipeline
+  pipeline:
+  - step: compose
+    functionRef: {name: function-patch-and-transform}
+";
+
+#[test]
+fn a_configuration_is_built_pushed_and_pulled_back_unchanged() {
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("package");
+    write(&root, "crossplane.yaml", META);
+    write(&root, "apis/xrd.yaml", XRD);
+    write(&root, "apis/composition.yaml", COMPOSITION);
+    let file = dir.path().join("platform-buckets.xpkg");
+    let built = oxplane(&["xpkg", "build", "--package-root", root.to_str().unwrap(), "--package-file", file.to_str().unwrap()]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let image = oxplane_xpkg::layout::read(&file).unwrap();
+    let digest = image.digest();
+    assert!(String::from_utf8_lossy(&built.stdout).contains(&format!("built Configuration platform-buckets (2 objects) as {digest}")));
+
+    let reference = format!("{}/platform/buckets:v0.1.0", registry.host);
+    let pushed = oxplane(&["xpkg", "push", &reference, "--package-file", file.to_str().unwrap()]);
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    assert_eq!(String::from_utf8_lossy(&pushed.stdout).trim(), format!("pushed {reference} as {digest}"));
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for reference in [reference.clone(), format!("{}/platform/buckets@{digest}", registry.host)] {
+        let pulled = runtime.block_on(pull(&reference, &Credentials::Anonymous)).unwrap();
+        assert_eq!(pulled.digest, digest, "{reference}");
+        assert_eq!(pulled.image, image, "{reference}");
+        let package = oxplane_xpkg::meta::parse(&pulled.image.package_yaml().unwrap()).unwrap();
+        assert_eq!(package.name(), "platform-buckets");
+        assert_eq!(package.meta["spec"]["dependsOn"][0]["package"], "xpkg.example.org/fns/function-patch-and-transform");
+        let names: Vec<&str> = package.objects.iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["xbuckets", "xbuckets.platform.example.org"]);
+    }
+    // A tag nobody pushed.
+    let missing = runtime.block_on(pull(&format!("{}/platform/buckets:v9.9.9", registry.host), &Credentials::Anonymous)).unwrap_err().to_string();
+    assert!(missing.starts_with(&format!("cannot pull {}/platform/buckets:v9.9.9:", registry.host)), "{missing}");
+}
+
+#[test]
+fn bad_packages_and_unreachable_registries_are_refused_with_the_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("package");
+    write(&root, "crossplane.yaml", META);
+    write(&root, "crd.yaml", "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: buckets.example.org}\n");
+    let built = oxplane(&["xpkg", "build", "--package-root", root.to_str().unwrap()]);
+    assert!(!built.status.success());
+    let stderr = String::from_utf8_lossy(&built.stderr);
+    assert!(stderr.contains("a Configuration package may not contain CustomResourceDefinition.apiextensions.k8s.io \"buckets.example.org\""), "{stderr}");
+
+    std::fs::remove_file(root.join("crd.yaml")).unwrap();
+    let file = dir.path().join("p.xpkg");
+    assert!(oxplane(&["xpkg", "build", "-f", root.to_str().unwrap(), "-o", file.to_str().unwrap()]).status.success());
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let reference = format!("127.0.0.1:{port}/platform/buckets:v0.1.0");
+    let pushed = oxplane(&["xpkg", "push", &reference, "-f", file.to_str().unwrap()]);
+    assert!(!pushed.status.success());
+    let stderr = String::from_utf8_lossy(&pushed.stderr);
+    assert!(stderr.contains(&format!("cannot authenticate to push {reference}")) || stderr.contains(&format!("cannot push a blob of {reference}")), "{stderr}");
+
+    let not_a_package = dir.path().join("x.xpkg");
+    std::fs::write(&not_a_package, "text").unwrap();
+    let pushed = oxplane(&["xpkg", "push", &reference, "-f", not_a_package.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&pushed.stderr).contains("is not an OCI image layout tarball"));
+}

@@ -1,0 +1,161 @@
+//! Moving package images to and from OCI registries with `oci-client`: pushing the exact
+//! bytes of an image (so its digest is the one `build` computed), and pulling an image by tag
+//! or digest with every blob checked against its digest. An image index resolves to its
+//! linux/amd64 child (a child without a platform counts as linux/amd64), as Crossplane reads
+//! package content. Registries on loopback addresses are spoken to in plain HTTP, as
+//! Crossplane's registry client does for them; every other registry over HTTPS.
+
+use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::secrets::RegistryAuth;
+use oci_client::{Client, Reference, RegistryOperation};
+use serde_json::Value;
+
+use crate::{Image, MEDIA_DOCKER_LIST, MEDIA_DOCKER_MANIFEST, MEDIA_OCI_INDEX, MEDIA_OCI_MANIFEST, XpkgError, verify};
+
+/// Credentials for a registry.
+#[derive(Clone, Debug, Default)]
+pub enum Credentials {
+    /// No credentials.
+    #[default]
+    Anonymous,
+    /// HTTP basic authentication.
+    Basic {
+        /// The user name.
+        username: String,
+        /// The password.
+        password: String,
+    },
+}
+
+impl Credentials {
+    fn auth(&self) -> RegistryAuth {
+        match self {
+            Credentials::Anonymous => RegistryAuth::Anonymous,
+            Credentials::Basic { username, password } => RegistryAuth::Basic(username.clone(), password.clone()),
+        }
+    }
+}
+
+/// Whether a registry host (with or without a port) is a loopback address.
+pub fn is_loopback(registry: &str) -> bool {
+    let host = match registry.rsplit_once(':') {
+        Some((host, port)) if port.chars().all(|c| c.is_ascii_digit()) => host,
+        _ => registry,
+    };
+    let host = host.trim_matches(['[', ']']);
+    host == "localhost" || host.ends_with(".localhost") || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Parses an image reference (`registry/repository:tag` or `...@sha256:...`).
+pub fn parse_reference(reference: &str) -> Result<Reference, XpkgError> {
+    reference.parse::<Reference>().map_err(|e| XpkgError::Invalid(format!("invalid package reference {reference:?}: {e}")))
+}
+
+fn client(reference: &Reference) -> Client {
+    let registry = reference.resolve_registry().to_string();
+    let protocol = if is_loopback(&registry) { ClientProtocol::Http } else { ClientProtocol::Https };
+    Client::new(ClientConfig { protocol, ..Default::default() })
+}
+
+fn registry_error(action: &str, reference: &Reference) -> impl FnOnce(oci_client::errors::OciDistributionError) -> XpkgError {
+    let target = reference.whole();
+    let action = action.to_string();
+    move |error| XpkgError::Registry(format!("cannot {action} {target}: {error}"))
+}
+
+/// Pushes `image` to `reference` (its blobs, then its manifest under the reference's tag);
+/// returns the digest the registry stores the image under.
+pub async fn push(image: &Image, reference: &str, credentials: &Credentials) -> Result<String, XpkgError> {
+    image.verify()?;
+    let reference = parse_reference(reference)?;
+    let client = client(&reference);
+    client.auth(&reference, &credentials.auth(), RegistryOperation::Push).await.map_err(registry_error("authenticate to push", &reference))?;
+    for blob in std::iter::once(&image.config).chain(&image.layers) {
+        let digest = crate::digest(blob);
+        client.push_blob(&reference, blob.clone(), &digest).await.map_err(registry_error("push a blob of", &reference))?;
+    }
+    let media_type = image.manifest_json()?.get("mediaType").and_then(Value::as_str).unwrap_or(MEDIA_OCI_MANIFEST).to_string();
+    let content_type = media_type.parse().map_err(|_| XpkgError::Invalid(format!("invalid manifest media type {media_type:?}")))?;
+    client
+        .push_manifest_raw(&reference, image.manifest.clone(), content_type)
+        .await
+        .map_err(registry_error("push the manifest of", &reference))?;
+    Ok(image.digest())
+}
+
+/// What a pull found: the image, and the digest the reference resolved to (the index's when
+/// the reference names an index, which is what a package revision is named after).
+#[derive(Clone, Debug)]
+pub struct Pulled {
+    /// The image (for an index, its linux/amd64 child).
+    pub image: Image,
+    /// The digest of what the reference names.
+    pub digest: String,
+}
+
+/// Pulls the image `reference` names, verifying every digest.
+pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, XpkgError> {
+    let reference = parse_reference(reference)?;
+    let client = client(&reference);
+    let auth = credentials.auth();
+    client.auth(&reference, &auth, RegistryOperation::Pull).await.map_err(registry_error("authenticate to pull", &reference))?;
+    let accepted = [MEDIA_OCI_MANIFEST, MEDIA_DOCKER_MANIFEST, MEDIA_OCI_INDEX, MEDIA_DOCKER_LIST];
+    let (top, top_digest) = client.pull_manifest_raw(&reference, &auth, &accepted).await.map_err(registry_error("pull", &reference))?;
+    let top = top.to_vec();
+    verify(&format!("the manifest of {}", reference.whole()), &top_digest, &top)?;
+    if let Some(pinned) = reference.digest() {
+        verify(&format!("the manifest of {}", reference.whole()), pinned, &top)?;
+    }
+    let parsed: Value = serde_json::from_slice(&top).map_err(|e| XpkgError::Invalid(format!("the manifest of {} is not JSON: {e}", reference.whole())))?;
+    let manifest = match parsed.get("manifests").and_then(Value::as_array) {
+        None => top.clone(),
+        Some(children) => {
+            let child = children
+                .iter()
+                .find(|c| {
+                    let platform = c.get("platform");
+                    platform.is_none()
+                        || (platform.and_then(|p| p.get("os")).and_then(Value::as_str) == Some("linux")
+                            && platform.and_then(|p| p.get("architecture")).and_then(Value::as_str) == Some("amd64"))
+                })
+                .and_then(|c| c.get("digest").and_then(Value::as_str))
+                .ok_or_else(|| XpkgError::Invalid(format!("no child with platform linux/amd64 in index {}", reference.whole())))?;
+            let pinned = Reference::with_digest(reference.registry().to_string(), reference.repository().to_string(), child.to_string());
+            let (bytes, _) = client.pull_manifest_raw(&pinned, &auth, &accepted).await.map_err(registry_error("pull", &pinned))?;
+            verify(&format!("the manifest of {}", pinned.whole()), child, &bytes)?;
+            bytes.to_vec()
+        }
+    };
+    let manifest_json: Value = serde_json::from_slice(&manifest).map_err(|e| XpkgError::Invalid(format!("the image manifest is not JSON: {e}")))?;
+    let mut blobs = Vec::new();
+    let config_digest = manifest_json.pointer("/config/digest").and_then(Value::as_str).unwrap_or_default().to_string();
+    let layer_digests: Vec<String> =
+        manifest_json.get("layers").and_then(Value::as_array).into_iter().flatten().filter_map(|l| l.get("digest")?.as_str().map(str::to_string)).collect();
+    for digest in std::iter::once(&config_digest).chain(&layer_digests) {
+        let mut bytes = Vec::new();
+        client.pull_blob(&reference, digest.as_str(), &mut bytes).await.map_err(registry_error(&format!("pull blob {digest} of"), &reference))?;
+        blobs.push(bytes);
+    }
+    let mut blobs = blobs.into_iter();
+    let config = blobs.next().unwrap_or_default();
+    let image = Image { manifest, config, layers: blobs.collect() };
+    image.verify()?;
+    Ok(Pulled { image, digest: top_digest })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+
+    #[test]
+    fn loopback_registries_are_recognised() {
+        for host in ["127.0.0.1:5000", "localhost:5000", "localhost", "[::1]:5000", "registry.localhost"] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in ["xpkg.crossplane.io", "10.0.0.1:5000", "ghcr.io"] {
+            assert!(!is_loopback(host), "{host}");
+        }
+    }
+}
