@@ -148,6 +148,12 @@ pub enum Command {
         #[command(subcommand)]
         which: crate::commands::function::FunctionCommand,
     },
+    /// Build, push, pull and inspect Crossplane packages (xpkg), without Docker.
+    Xpkg {
+        /// Which.
+        #[command(subcommand)]
+        which: crate::commands::xpkg::XpkgCommand,
+    },
     /// Write a kubeconfig for a user with a new client certificate signed by the server's CA
     /// (common name = the user, organizations = the groups).
     Kubeconfig(crate::commands::kubeconfig::KubeconfigArgs),
@@ -242,6 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Controllers(args) => crate::commands::controllers::run(args),
         Command::Kubeconfig(args) => crate::commands::kubeconfig::run(args, data_dir),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
+        Command::Xpkg { which } => crate::commands::xpkg::run(which),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Diff(args) => crate::commands::diff::run(args),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),

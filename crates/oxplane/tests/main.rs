@@ -42,3 +42,4 @@ mod up;
 mod usages;
 mod validate;
 mod webapp_example;
+mod xpkg;

@@ -85,6 +85,21 @@ fn a_configuration_is_built_pushed_and_pulled_back_unchanged() {
         let names: Vec<&str> = package.objects.iter().map(|o| o["metadata"]["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["xbuckets", "xbuckets.platform.example.org"]);
     }
+    // Pulled to a package file by the CLI, and inspected from the registry and from the file.
+    let pulled_file = dir.path().join("pulled.xpkg");
+    let pulled = oxplane(&["xpkg", "pull", &reference, "-o", pulled_file.to_str().unwrap()]);
+    assert!(pulled.status.success(), "{}", String::from_utf8_lossy(&pulled.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&pulled.stdout).trim(),
+        format!("pulled Configuration platform-buckets (2 objects) from {reference} as {digest} to {}", pulled_file.display())
+    );
+    assert_eq!(oxplane_xpkg::layout::read(&pulled_file).unwrap(), image);
+    let from_registry = oxplane(&["xpkg", "extract", &reference]);
+    assert!(from_registry.status.success(), "{}", String::from_utf8_lossy(&from_registry.stderr));
+    let from_file = oxplane(&["xpkg", "extract", "--from-xpkg", pulled_file.to_str().unwrap()]);
+    assert_eq!(from_registry.stdout, from_file.stdout);
+    assert_eq!(String::from_utf8_lossy(&from_file.stdout), image.package_yaml().unwrap());
+
     // A tag nobody pushed.
     let missing = runtime.block_on(pull(&format!("{}/platform/buckets:v9.9.9", registry.host), &Credentials::Anonymous)).unwrap_err().to_string();
     assert!(missing.starts_with(&format!("cannot pull {}/platform/buckets:v9.9.9:", registry.host)), "{missing}");
@@ -115,4 +130,35 @@ fn bad_packages_and_unreachable_registries_are_refused_with_the_cause() {
     std::fs::write(&not_a_package, "text").unwrap();
     let pushed = oxplane(&["xpkg", "push", &reference, "-f", not_a_package.to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&pushed.stderr).contains("is not an OCI image layout tarball"));
+}
+
+#[test]
+fn a_blob_damaged_in_the_registry_is_refused_by_digest() {
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("package");
+    // Content of its own, so no other test's package shares the damaged blob.
+    write(&root, "crossplane.yaml", "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: damaged-in-registry}\n");
+    write(&root, "xrd.yaml", XRD);
+    let file = dir.path().join("damaged.xpkg");
+    assert!(oxplane(&["xpkg", "build", "-f", root.to_str().unwrap(), "-o", file.to_str().unwrap()]).status.success());
+    let reference = format!("{}/platform/damaged:v0.1.0", registry.host);
+    let pushed = oxplane(&["xpkg", "push", &reference, "-f", file.to_str().unwrap()]);
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+
+    // One byte of the package layer changes on the registry's disk; its length stays.
+    let image = oxplane_xpkg::layout::read(&file).unwrap();
+    let layer_digest = oxplane_xpkg::digest(&image.layers[0]);
+    let blob = registry.blob_file(&layer_digest);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+
+    let out = dir.path().join("out.xpkg");
+    let pulled = oxplane(&["xpkg", "pull", &reference, "-o", out.to_str().unwrap()]);
+    assert!(!pulled.status.success());
+    let stderr = String::from_utf8_lossy(&pulled.stderr);
+    assert!(stderr.contains(&format!("cannot pull blob {layer_digest} of {reference}")) && stderr.to_lowercase().contains("digest"), "{stderr}");
+    assert!(!out.exists(), "nothing is written from a damaged pull");
 }

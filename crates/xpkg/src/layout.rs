@@ -101,6 +101,43 @@ mod tests {
         assert_eq!(read(&path).unwrap(), image());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+        /// Any image written as a layout reads back byte for byte, with the same digest; and
+        /// any one byte of any blob changed in the file is refused.
+        #[test]
+        fn layouts_round_trip_and_refuse_any_damaged_byte(
+            names in proptest::collection::vec("[a-z][a-z0-9]{0,12}", 0..5),
+            descriptions in proptest::collection::vec("\\PC{0,40}", 0..5),
+            flip in proptest::prelude::any::<proptest::sample::Index>(),
+        ) {
+            let mut text = String::from("apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: p}\n");
+            for (i, name) in names.iter().enumerate() {
+                let description = descriptions.get(i).cloned().unwrap_or_default();
+                text.push_str(&format!("---\napiVersion: apiextensions.crossplane.io/v1\nkind: Composition\nmetadata: {{name: {name}{i}, annotations: {{d: {}}}}}\n", serde_json::to_string(&description).unwrap()));
+            }
+            let image = crate::build::image(&crate::meta::parse(&text).unwrap()).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("p.xpkg");
+            write(&image, &path).unwrap();
+            let read_back = read(&path).unwrap();
+            proptest::prop_assert_eq!(read_back.digest(), image.digest());
+            proptest::prop_assert_eq!(&read_back, &image);
+            proptest::prop_assert_eq!(crate::meta::parse(&read_back.package_yaml().unwrap()).unwrap().objects.len(), names.len());
+
+            // Damage one byte inside one of the blobs as stored in the tar file.
+            let mut file = std::fs::read(&path).unwrap();
+            let blobs: Vec<&[u8]> = std::iter::once(image.manifest.as_slice()).chain([image.config.as_slice()]).chain(image.layers.iter().map(Vec::as_slice)).collect();
+            let blob = blobs[flip.index(blobs.len())];
+            let start = file.windows(blob.len()).position(|w| w == blob).unwrap();
+            file[start + flip.index(blob.len())] ^= 0x01;
+            std::fs::write(&path, &file).unwrap();
+            let error = read(&path).unwrap_err().to_string();
+            proptest::prop_assert!(error.starts_with("digest mismatch for "), "{}", error);
+        }
+    }
+
     #[test]
     fn a_damaged_blob_or_a_foreign_file_is_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -8,14 +8,21 @@
 //!   back with every blob's digest verified.
 //! - [`registry`]: pushing images to and pulling them from OCI registries (`oci-client`),
 //!   digests verified.
+//! - [`fetch`]: the package manager's fetch: tags resolved to digests, pull policies, and a
+//!   content-addressed cache of blobs.
+//! - [`auth`]: credentials from pull secrets (docker config JSON).
+//! - [`names`]: revision names and DNS labels as Crossplane derives them.
 //! - [`testing`]: a private registry for tests (Debian's `docker-registry`).
 //!
 //! This crate knows no Kubernetes API: installing what a package holds is the package
 //! controllers' work.
 
+pub mod auth;
 pub mod build;
+pub mod fetch;
 pub mod layout;
 pub mod meta;
+pub mod names;
 pub mod registry;
 pub mod testing;
 

@@ -245,4 +245,37 @@ metadata: {name: things}
         let provider = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: p}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: bs.example.org}\n";
         parse(provider).unwrap().check_kinds().unwrap();
     }
+
+    /// One object of each kind a package may hold, against each package type.
+    #[test]
+    fn each_type_holds_only_its_own_kinds() {
+        let objects = [
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            ("apiextensions.crossplane.io/v1alpha1", "ManagedResourceDefinition"),
+            ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration"),
+            ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration"),
+            ("apiextensions.crossplane.io/v1", "CompositeResourceDefinition"),
+            ("apiextensions.crossplane.io/v2", "CompositeResourceDefinition"),
+            ("apiextensions.crossplane.io/v1", "Composition"),
+            ("apiextensions.crossplane.io/v1alpha1", "ManagedResourceActivationPolicy"),
+            ("ops.crossplane.io/v1alpha1", "Operation"),
+            ("ops.crossplane.io/v1alpha1", "CronOperation"),
+            ("ops.crossplane.io/v1alpha1", "WatchOperation"),
+        ];
+        let allowed = |package: &str, kind: &str| match package {
+            "Provider" => matches!(kind, "CustomResourceDefinition" | "ManagedResourceDefinition" | "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration"),
+            "Configuration" => matches!(kind, "CompositeResourceDefinition" | "Composition" | "ManagedResourceActivationPolicy" | "Operation" | "CronOperation" | "WatchOperation"),
+            _ => kind == "CustomResourceDefinition",
+        };
+        for package in ["Provider", "Configuration", "Function"] {
+            for (api_version, kind) in objects {
+                let text = format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: {package}\nmetadata: {{name: p}}\n---\napiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: o}}\n");
+                let checked = parse(&text).unwrap().check_kinds();
+                assert_eq!(checked.is_ok(), allowed(package, kind), "{package} holding {kind} of {api_version}: {checked:?}");
+                if let Err(error) = checked {
+                    assert!(error.to_string().starts_with(&format!("a {package} package may not contain {kind}.")), "{error}");
+                }
+            }
+        }
+    }
 }

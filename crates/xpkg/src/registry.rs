@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::{Image, MEDIA_DOCKER_LIST, MEDIA_DOCKER_MANIFEST, MEDIA_OCI_INDEX, MEDIA_OCI_MANIFEST, XpkgError, verify};
 
 /// Credentials for a registry.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum Credentials {
     /// No credentials.
     #[default]
@@ -25,6 +25,8 @@ pub enum Credentials {
         /// The password.
         password: String,
     },
+    /// A registry token (sent as a bearer token).
+    Bearer(String),
 }
 
 impl Credentials {
@@ -32,6 +34,7 @@ impl Credentials {
         match self {
             Credentials::Anonymous => RegistryAuth::Anonymous,
             Credentials::Basic { username, password } => RegistryAuth::Basic(username.clone(), password.clone()),
+            Credentials::Bearer(token) => RegistryAuth::Bearer(token.clone()),
         }
     }
 }
@@ -52,6 +55,10 @@ pub fn parse_reference(reference: &str) -> Result<Reference, XpkgError> {
 }
 
 fn client(reference: &Reference) -> Client {
+    // reqwest (under oci-client) is built without a TLS crypto provider of its own and panics
+    // without a process default: install ring, the provider the rest of the workspace uses.
+    // An error only means some provider is installed already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let registry = reference.resolve_registry().to_string();
     let protocol = if is_loopback(&registry) { ClientProtocol::Http } else { ClientProtocol::Https };
     Client::new(ClientConfig { protocol, ..Default::default() })
@@ -91,6 +98,55 @@ pub struct Pulled {
     pub image: Image,
     /// The digest of what the reference names.
     pub digest: String,
+    /// The image index the reference names, when it names one.
+    pub index: Option<Vec<u8>>,
+}
+
+/// The host's platform as OCI names it (`linux`, `amd64`/`arm64`/...).
+pub fn host_platform() -> [&'static str; 2] {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        "powerpc64" => "ppc64le",
+        other => other,
+    };
+    [std::env::consts::OS, arch]
+}
+
+/// The child of an image index a package is read from: linux/amd64 (as Crossplane reads
+/// package content; a child without a platform counts as linux/amd64), else the host's
+/// platform.
+pub fn select_child(index: &Value) -> Option<String> {
+    let children = index.get("manifests")?.as_array()?;
+    let platform_of = |child: &Value| -> (String, String) {
+        let text = |f: &str| child.pointer(&format!("/platform/{f}")).and_then(Value::as_str).unwrap_or_default().to_string();
+        match child.get("platform") {
+            None => ("linux".to_string(), "amd64".to_string()),
+            Some(_) => (text("os"), text("architecture")),
+        }
+    };
+    let [os, arch] = host_platform();
+    let wanted = [("linux", "amd64"), (os, arch)];
+    wanted.iter().find_map(|(os, arch)| {
+        children.iter().find(|c| platform_of(c) == (os.to_string(), arch.to_string())).and_then(|c| c.get("digest")?.as_str().map(str::to_string))
+    })
+}
+
+/// The digest a reference names now (a HEAD of its manifest, GET when HEAD fails).
+pub async fn resolve(reference: &str, credentials: &Credentials) -> Result<String, XpkgError> {
+    let reference = parse_reference(reference)?;
+    let client = client(&reference);
+    let auth = credentials.auth();
+    client.auth(&reference, &auth, RegistryOperation::Pull).await.map_err(registry_error("authenticate to pull", &reference))?;
+    match client.fetch_manifest_digest(&reference, &auth).await {
+        Ok(digest) => Ok(digest),
+        Err(_) => {
+            let accepted = [MEDIA_OCI_MANIFEST, MEDIA_DOCKER_MANIFEST, MEDIA_OCI_INDEX, MEDIA_DOCKER_LIST];
+            let (bytes, _) = client.pull_manifest_raw(&reference, &auth, &accepted).await.map_err(registry_error("resolve", &reference))?;
+            Ok(crate::digest(&bytes))
+        }
+    }
 }
 
 /// Pulls the image `reference` names, verifying every digest.
@@ -107,23 +163,16 @@ pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, 
         verify(&format!("the manifest of {}", reference.whole()), pinned, &top)?;
     }
     let parsed: Value = serde_json::from_slice(&top).map_err(|e| XpkgError::Invalid(format!("the manifest of {} is not JSON: {e}", reference.whole())))?;
-    let manifest = match parsed.get("manifests").and_then(Value::as_array) {
-        None => top.clone(),
-        Some(children) => {
-            let child = children
-                .iter()
-                .find(|c| {
-                    let platform = c.get("platform");
-                    platform.is_none()
-                        || (platform.and_then(|p| p.get("os")).and_then(Value::as_str) == Some("linux")
-                            && platform.and_then(|p| p.get("architecture")).and_then(Value::as_str) == Some("amd64"))
-                })
-                .and_then(|c| c.get("digest").and_then(Value::as_str))
-                .ok_or_else(|| XpkgError::Invalid(format!("no child with platform linux/amd64 in index {}", reference.whole())))?;
-            let pinned = Reference::with_digest(reference.registry().to_string(), reference.repository().to_string(), child.to_string());
+    let (manifest, index) = match parsed.get("manifests") {
+        None => (top, None),
+        Some(_) => {
+            let child = select_child(&parsed).ok_or_else(|| {
+                XpkgError::Invalid(format!("no child with platform linux/amd64 or {} in index {}", host_platform().join("/"), reference.whole()))
+            })?;
+            let pinned = Reference::with_digest(reference.registry().to_string(), reference.repository().to_string(), child.clone());
             let (bytes, _) = client.pull_manifest_raw(&pinned, &auth, &accepted).await.map_err(registry_error("pull", &pinned))?;
-            verify(&format!("the manifest of {}", pinned.whole()), child, &bytes)?;
-            bytes.to_vec()
+            verify(&format!("the manifest of {}", pinned.whole()), &child, &bytes)?;
+            (bytes.to_vec(), Some(top))
         }
     };
     let manifest_json: Value = serde_json::from_slice(&manifest).map_err(|e| XpkgError::Invalid(format!("the image manifest is not JSON: {e}")))?;
@@ -140,7 +189,7 @@ pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, 
     let config = blobs.next().unwrap_or_default();
     let image = Image { manifest, config, layers: blobs.collect() };
     image.verify()?;
-    Ok(Pulled { image, digest: top_digest })
+    Ok(Pulled { image, digest: top_digest, index })
 }
 
 #[cfg(test)]
@@ -148,6 +197,25 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
+
+    #[test]
+    fn an_index_resolves_to_linux_amd64_or_the_host() {
+        let index = serde_json::json!({"manifests": [
+            {"digest": "sha256:arm", "platform": {"os": "linux", "architecture": "arm64"}},
+            {"digest": "sha256:amd", "platform": {"os": "linux", "architecture": "amd64"}},
+        ]});
+        assert_eq!(select_child(&index).as_deref(), Some("sha256:amd"));
+        let bare = serde_json::json!({"manifests": [{"digest": "sha256:any"}]});
+        assert_eq!(select_child(&bare).as_deref(), Some("sha256:any"));
+        let [os, arch] = host_platform();
+        let host = serde_json::json!({"manifests": [
+            {"digest": "sha256:other", "platform": {"os": "plan9", "architecture": "mips"}},
+            {"digest": "sha256:host", "platform": {"os": os, "architecture": arch}},
+        ]});
+        assert_eq!(select_child(&host).as_deref(), Some("sha256:host"));
+        let none = serde_json::json!({"manifests": [{"digest": "sha256:other", "platform": {"os": "plan9", "architecture": "mips"}}]});
+        assert_eq!(select_child(&none), None);
+    }
 
     #[test]
     fn loopback_registries_are_recognised() {

@@ -13,9 +13,18 @@ use std::time::{Duration, Instant};
 pub struct Registry {
     /// `127.0.0.1:PORT`, the registry part of references to push and pull.
     pub host: String,
+    /// The registry's storage directory (`docker/registry/v2/blobs/sha256/<2 hex>/<hex>/data`
+    /// holds each blob), for tests that damage what it serves.
+    pub storage: std::path::PathBuf,
 }
 
 impl Registry {
+    /// The file the registry keeps blob `digest` (`sha256:<hex>`) in.
+    pub fn blob_file(&self, digest: &str) -> std::path::PathBuf {
+        let hex = digest.trim_start_matches("sha256:");
+        self.storage.join("docker/registry/v2/blobs/sha256").join(&hex[..2.min(hex.len())]).join(hex).join("data")
+    }
+
     /// The shared registry, started on first use.
     pub fn shared() -> &'static Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
@@ -54,6 +63,6 @@ impl Registry {
             assert!(Instant::now() < deadline, "docker-registry did not listen on {host}: {}", std::fs::read_to_string(dir.join("log")).unwrap_or_default());
             std::thread::sleep(Duration::from_millis(50));
         }
-        Registry { host }
+        Registry { host, storage: dir.join("data") }
     }
 }

@@ -11,4 +11,5 @@ pub mod load;
 pub mod render;
 pub mod trace;
 pub mod validate;
+pub mod xpkg;
 pub mod yaml;

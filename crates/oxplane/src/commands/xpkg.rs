@@ -1,6 +1,9 @@
 //! `oxplane xpkg ...`: make Crossplane packages without Docker. `build` turns a folder
 //! (`crossplane.yaml` and the package's CRDs, XRDs, Compositions, ...) into a package image
-//! file (an OCI image layout tarball, `.xpkg`); `push` sends such a file to a registry.
+//! file (an OCI image layout tarball, `.xpkg`); `push` sends such a file to a registry;
+//! `pull` fetches a package from a registry into such a file and `extract` prints the
+//! `package.yaml` of a package file or a registry's package, for inspection. Every blob read
+//! from a registry or a file is checked against its digest.
 
 use std::path::PathBuf;
 
@@ -15,6 +18,10 @@ pub enum XpkgCommand {
     Build(BuildArgs),
     /// Push a package file to a registry as REF (registry/repository:tag).
     Push(PushArgs),
+    /// Pull a package from a registry into a package file, every digest verified.
+    Pull(PullArgs),
+    /// Print the package.yaml of a package in a registry or in a package file.
+    Extract(ExtractArgs),
 }
 
 /// Flags of `oxplane xpkg build`, as `crossplane xpkg build` names them.
@@ -37,12 +44,65 @@ pub struct PushArgs {
     /// The package file `oxplane xpkg build` wrote.
     #[arg(long, short = 'f', value_name = "FILE")]
     pub package_file: PathBuf,
+    /// Registry credentials.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
+/// Credentials for a registry (HTTP basic authentication); none means anonymous.
+#[derive(Debug, Args)]
+pub struct CredentialArgs {
     /// User name for the registry (HTTP basic authentication).
     #[arg(long, value_name = "NAME", requires = "password")]
     pub username: Option<String>,
     /// Password for the registry.
     #[arg(long, value_name = "PASSWORD", env = "OXPLANE_REGISTRY_PASSWORD", requires = "username")]
     pub password: Option<String>,
+}
+
+impl CredentialArgs {
+    fn credentials(self) -> Credentials {
+        match (self.username, self.password) {
+            (Some(username), Some(password)) => Credentials::Basic { username, password },
+            _ => Credentials::Anonymous,
+        }
+    }
+}
+
+/// Flags of `oxplane xpkg pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// What to pull: registry/repository:tag or registry/repository@sha256:... (an image index
+    /// resolves to its linux/amd64 child, as Crossplane reads packages).
+    pub reference: String,
+    /// Where to write the package file.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// Registry credentials.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
+/// Flags of `oxplane xpkg extract`.
+#[derive(Debug, Args)]
+pub struct ExtractArgs {
+    /// The package in a registry (registry/repository:tag or @sha256:...).
+    #[arg(required_unless_present = "from_xpkg", conflicts_with = "from_xpkg")]
+    pub reference: Option<String>,
+    /// Read the package from this package file instead of a registry.
+    #[arg(long, value_name = "FILE")]
+    pub from_xpkg: Option<PathBuf>,
+    /// Where to write package.yaml [default: standard output].
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Registry credentials.
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
+}
+
+fn pull(reference: &str, credentials: &Credentials) -> anyhow::Result<oxplane_xpkg::registry::Pulled> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    Ok(runtime.block_on(oxplane_xpkg::registry::pull(reference, credentials))?)
 }
 
 /// Runs `oxplane xpkg ...`.
@@ -59,13 +119,38 @@ pub fn run(command: XpkgCommand) -> anyhow::Result<()> {
         }
         XpkgCommand::Push(args) => {
             let image = oxplane_xpkg::layout::read(&args.package_file).with_context(|| format!("cannot read package {}", args.package_file.display()))?;
-            let credentials = match (args.username, args.password) {
-                (Some(username), Some(password)) => Credentials::Basic { username, password },
-                _ => Credentials::Anonymous,
-            };
+            let credentials = args.credentials.credentials();
             let runtime = tokio::runtime::Runtime::new()?;
             let digest = runtime.block_on(oxplane_xpkg::registry::push(&image, &args.reference, &credentials))?;
             println!("pushed {} as {digest}", args.reference);
+            Ok(())
+        }
+        XpkgCommand::Pull(args) => {
+            let pulled = pull(&args.reference, &args.credentials.credentials())?;
+            let package = oxplane_xpkg::meta::parse(&pulled.image.package_yaml()?).with_context(|| format!("{} is not a Crossplane package", args.reference))?;
+            oxplane_xpkg::layout::write(&pulled.image, &args.output)?;
+            println!(
+                "pulled {} {} ({} objects) from {} as {} to {}",
+                package.package_type.kind(),
+                package.name(),
+                package.objects.len(),
+                args.reference,
+                pulled.digest,
+                args.output.display()
+            );
+            Ok(())
+        }
+        XpkgCommand::Extract(args) => {
+            let image = match (&args.reference, &args.from_xpkg) {
+                (_, Some(file)) => oxplane_xpkg::layout::read(file).with_context(|| format!("cannot read package {}", file.display()))?,
+                (Some(reference), None) => pull(reference, &args.credentials.credentials())?.image,
+                (None, None) => anyhow::bail!("name a package reference or --from-xpkg FILE"),
+            };
+            let stream = image.package_yaml()?;
+            match args.output {
+                Some(path) => std::fs::write(&path, stream).with_context(|| format!("cannot write {}", path.display()))?,
+                None => print!("{stream}"),
+            }
             Ok(())
         }
     }
