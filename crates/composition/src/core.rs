@@ -67,6 +67,9 @@ pub struct CoreOptions {
     pub circuit: oxplane_runtime::circuit::CircuitConfig,
     /// Serve Operations (`--enable-operations`), with schedules on this clock.
     pub operations: Option<crate::ops::Clock>,
+    /// Where pulled packages are cached (`DATA_DIR/cache/xpkg` in `oxplane up`); none: a
+    /// directory in the system's temporary directory.
+    pub package_cache_dir: Option<std::path::PathBuf>,
 }
 
 /// The running core.
@@ -109,6 +112,10 @@ impl Core {
                     .with_tls_dir(options.function_tls_dir)
                     .with_response_cache(options.function_response_cache),
             )),
+            packages::configurations::start_controller(
+                runtime,
+                options.package_cache_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("oxplane-xpkg-cache")),
+            ),
             crate::compositions::start_controller(runtime),
             xrds,
             crate::rbac::start_controller(runtime),

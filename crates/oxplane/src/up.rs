@@ -47,6 +47,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             }
         };
         let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
+        let package_cache_dir = options.server.data_dir.join("cache/xpkg");
         let shared = matches!(options.server.store, StoreBackend::Etcd(_));
         let mut server = Server::start(options.server).await?;
         let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
@@ -68,6 +69,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             reassert: options.reassert,
             circuit: options.circuit,
             operations: options.operations.clone(),
+            package_cache_dir: Some(package_cache_dir.clone()),
         };
         if !options.controllers {
             server.serve(shutdown).await?;

@@ -7,6 +7,7 @@ mod support;
 mod audit;
 mod cli;
 mod composition;
+mod configurations;
 mod conversion_webhooks;
 mod conformance;
 mod controllers_only;

@@ -1,4 +1,5 @@
-//! Packages: `pkg.crossplane.io/v1` `Provider` and `Function` objects whose `spec.package`
+//! Packages. Configurations are pulled from OCI registries (`configurations/`).
+//! `pkg.crossplane.io/v1` `Provider` and `Function` objects whose `spec.package`
 //! names a package built into oxplane (the last path segment of the reference, any registry
 //! and tag). Installing a Provider installs its CRDs and starts its controllers; installing a
 //! Function makes it callable from composition pipelines. Each package gets one revision
@@ -11,7 +12,9 @@
 //! - `reconciler.rs`: the package and revision lifecycle shared by both kinds.
 //! - `providers.rs`: what installing a provider means.
 //! - `functions.rs`: what installing a function means, and the registry pipelines call.
+//! - `configurations/`: Configurations pulled from OCI registries and what they install.
 
+pub mod configurations;
 mod functions;
 mod providers;
 mod reconciler;

@@ -145,7 +145,7 @@ impl PackageReconciler {
     /// numbered are deleted, as Crossplane's package manager does.
     async fn retire_old_revisions(&self, package: &Value, name: &str, current: &str) -> Result<(), ReconcileError> {
         let kind = self.installer.revision_kind();
-        let mut old: Vec<Value> = self.revisions(name).await?.into_iter().filter(|r| object::name(r) != Some(current)).collect();
+        let old: Vec<Value> = self.revisions(name).await?.into_iter().filter(|r| object::name(r) != Some(current)).collect();
         for revision in &old {
             if revision.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Inactive")
                 && let Some(old_name) = object::name(revision)
@@ -158,17 +158,7 @@ impl PackageReconciler {
                 }
             }
         }
-        let limit = package.pointer("/spec/revisionHistoryLimit").and_then(Value::as_u64).unwrap_or(1) as usize;
-        if limit == 0 || old.len() <= limit {
-            return Ok(());
-        }
-        old.sort_by_key(|r| r.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0));
-        for revision in &old[..old.len() - limit] {
-            if let Some(old_name) = object::name(revision) {
-                self.kube.delete(&kind, None, old_name, &DeleteOptions::default()).await?;
-            }
-        }
-        Ok(())
+        collect_revision_garbage(&self.kube, &kind, package, old.iter().collect()).await
     }
 
     async fn ensure_revision(&self, package: &Value, name: &str, reference: &str) -> Result<Value, ReconcileError> {
@@ -185,30 +175,7 @@ impl PackageReconciler {
             .max()
             .unwrap_or(0)
             + 1;
-        let spec = package.get("spec").cloned().unwrap_or_else(|| json!({}));
-        let mut revision_spec = json!({"desiredState": "Active", "image": reference, "revision": number});
-        for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "commonAnnotations", "runtimeConfigRef"] {
-            if let Some(value) = spec.get(field) {
-                revision_spec[field] = value.clone();
-            }
-        }
-        let revision = json!({
-            "apiVersion": kind.api_version(),
-            "kind": kind.gvk.kind,
-            "metadata": {
-                "name": revision_name,
-                "labels": {LABEL_PACKAGE: name},
-                "ownerReferences": [object::owner_reference(package, true, true)],
-            },
-            "spec": revision_spec,
-        });
-        match self.kube.create(&kind, &revision).await {
-            Ok(created) => Ok(created),
-            Err(error) if error.is_already_exists() => {
-                Ok(self.kube.get(&kind, None, &revision_name).await?.ok_or_else(|| ReconcileError::quiet("revision vanished"))?)
-            }
-            Err(error) => Err(error.into()),
-        }
+        create_revision(&self.kube, &kind, package, &revision_name, reference, number, "Active").await
     }
 
     async fn write_revision_status(&self, mut revision: Value, healthy: Condition, package: &Value) -> Result<(), ReconcileError> {
@@ -273,6 +240,67 @@ impl PackageReconciler {
     }
 }
 
+/// Creates a package's revision (or reads it, when it exists already): labelled with the
+/// package, controlled by it, with the package's pull and install settings copied into its spec.
+pub(super) async fn create_revision(
+    kube: &Kube,
+    kind: &Kind,
+    package: &Value,
+    revision_name: &str,
+    reference: &str,
+    number: i64,
+    desired_state: &str,
+) -> Result<Value, ReconcileError> {
+    let spec = package.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mut revision_spec = json!({"desiredState": desired_state, "image": reference, "revision": number});
+    for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "commonAnnotations", "runtimeConfigRef"] {
+        if let Some(value) = spec.get(field) {
+            revision_spec[field] = value.clone();
+        }
+    }
+    let revision = json!({
+        "apiVersion": kind.api_version(),
+        "kind": kind.gvk.kind,
+        "metadata": {
+            "name": revision_name,
+            "labels": {LABEL_PACKAGE: object::name(package).unwrap_or_default()},
+            "ownerReferences": [object::owner_reference(package, true, true)],
+        },
+        "spec": revision_spec,
+    });
+    match kube.create(kind, &revision).await {
+        Ok(created) => Ok(created),
+        Err(error) if error.is_already_exists() => Ok(kube.get(kind, None, revision_name).await?.ok_or_else(|| ReconcileError::quiet("revision vanished"))?),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// The package a revision's watch event wakes (its `pkg.crossplane.io/package` label).
+pub(super) fn package_of_revision(event: &WatchEvent) -> Vec<ObjectKey> {
+    let revision = match event {
+        WatchEvent::Applied { new, .. } => new,
+        WatchEvent::Deleted(old) => old,
+        WatchEvent::State(_) => return Vec::new(),
+    };
+    object::label(revision, LABEL_PACKAGE).map(|p| vec![ObjectKey::new(None, p)]).unwrap_or_default()
+}
+
+/// Deletes the lowest-numbered of `old` revisions beyond `spec.revisionHistoryLimit` (default
+/// 1; 0 keeps them all), as Crossplane's package manager does.
+pub(super) async fn collect_revision_garbage(kube: &Kube, kind: &Kind, package: &Value, mut old: Vec<&Value>) -> Result<(), ReconcileError> {
+    let limit = package.pointer("/spec/revisionHistoryLimit").and_then(Value::as_u64).unwrap_or(1) as usize;
+    if limit == 0 || old.len() <= limit {
+        return Ok(());
+    }
+    old.sort_by_key(|r| r.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0));
+    for revision in &old[..old.len() - limit] {
+        if let Some(old_name) = object::name(revision) {
+            kube.delete(kind, None, old_name, &DeleteOptions::default()).await?;
+        }
+    }
+    Ok(())
+}
+
 #[async_trait::async_trait]
 impl Reconciler for PackageReconciler {
     async fn reconcile(&self, key: &ObjectKey) -> Result<Action, ReconcileError> {
@@ -302,14 +330,7 @@ pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>) -> Arc
     runtime.watches.kinds().insert(package_kind.clone());
     runtime.watches.kinds().insert(revision_kind.clone());
     controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
-    controller.watch_mapped(&runtime.watches, &revision_kind.gvk, |event| {
-        let revision = match event {
-            WatchEvent::Applied { new, .. } => new,
-            WatchEvent::Deleted(old) => old,
-            WatchEvent::State(_) => return Vec::new(),
-        };
-        object::label(revision, LABEL_PACKAGE).map(|p| vec![ObjectKey::new(None, p)]).unwrap_or_default()
-    });
+    controller.watch_mapped(&runtime.watches, &revision_kind.gvk, package_of_revision);
     controller
 }
 

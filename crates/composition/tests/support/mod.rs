@@ -56,6 +56,7 @@ impl Plane {
             reassert: Duration::from_secs(2),
             circuit: oxplane_runtime::circuit::CircuitConfig::default(),
             operations: None,
+            package_cache_dir: None,
         })
             .await
             .unwrap();

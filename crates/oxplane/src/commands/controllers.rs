@@ -46,6 +46,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 reassert: Duration::from_secs(30),
                 circuit: Default::default(),
                 operations: None,
+                package_cache_dir: None,
             },
         )
         .await

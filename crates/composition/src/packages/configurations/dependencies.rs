@@ -1,0 +1,124 @@
+//! A package's `spec.dependsOn`: each dependency found among the installed packages of its
+//! kind by source (the repository without tag or digest), and its installed version checked
+//! against the constraint (a `sha256:` digest must match exactly, anything else is a semver
+//! constraint in the Masterminds syntax Crossplane uses: `>=v1.2.0`, `>= 1.2, < 2`,
+//! `^1.2 || ~2.1`, a bare version meaning exactly it).
+
+use oxplane_xpkg::names::source;
+use serde_json::Value;
+
+/// One dependency of a package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    /// `Provider`, `Function` or `Configuration`.
+    pub kind: String,
+    /// The repository (`registry/org/name`), without tag or digest.
+    pub source: String,
+    /// The version constraint (empty: any).
+    pub constraint: String,
+}
+
+/// The dependencies of a meta object; an entry naming no package is an error, as in
+/// Crossplane.
+pub fn dependencies(meta: &Value) -> Result<Vec<Dependency>, String> {
+    let mut out = Vec::new();
+    for entry in meta.pointer("/spec/dependsOn").and_then(Value::as_array).into_iter().flatten() {
+        let text = |f: &str| entry.get(f).and_then(Value::as_str).filter(|s| !s.is_empty());
+        let (kind, package) = match (text("kind"), text("package"), text("provider"), text("configuration"), text("function")) {
+            (Some(kind), Some(package), ..) if text("apiVersion").is_some() => (kind.to_string(), package),
+            (_, _, Some(provider), _, _) => ("Provider".to_string(), provider),
+            (_, _, _, Some(configuration), _) => ("Configuration".to_string(), configuration),
+            (_, _, _, _, Some(function)) => ("Function".to_string(), function),
+            _ => return Err(format!("encountered an invalid dependency: package dependencies must specify either a valid type, or an explicit apiVersion, kind, and package: {entry}")),
+        };
+        if !matches!(kind.as_str(), "Provider" | "Function" | "Configuration") {
+            return Err(format!("encountered an invalid dependency: unknown package kind {kind:?} of {package:?}"));
+        }
+        out.push(Dependency { kind, source: source(package).to_string(), constraint: text("version").unwrap_or_default().to_string() });
+    }
+    Ok(out)
+}
+
+/// The version an installed package reference carries: its digest if it has one, else its tag.
+pub fn installed_version(reference: &str) -> &str {
+    if let Some((_, digest)) = reference.split_once('@') {
+        return digest;
+    }
+    let src = source(reference);
+    reference.get(src.len()..).map(|rest| rest.trim_start_matches(':')).unwrap_or_default()
+}
+
+/// Masterminds' constraint syntax as a `semver` requirement: `v` prefixes dropped, spaces
+/// between comparators made commas, a bare version exact.
+fn requirement(constraint: &str) -> Option<semver::VersionReq> {
+    let mut comparators = Vec::new();
+    let mut pending_operator = String::new();
+    for token in constraint.replace(',', " ").split_whitespace() {
+        let operator: String = token.chars().take_while(|c| matches!(c, '<' | '>' | '=' | '^' | '~' | '!')).collect();
+        let version = token[operator.len()..].trim_start_matches('v');
+        if version.is_empty() {
+            pending_operator.push_str(&operator);
+            continue;
+        }
+        let operator = if pending_operator.is_empty() { operator } else { std::mem::take(&mut pending_operator) + &operator };
+        let operator = if operator.is_empty() && !version.contains(['x', 'X', '*']) { "=".to_string() } else { operator };
+        comparators.push(format!("{operator}{version}"));
+    }
+    semver::VersionReq::parse(&comparators.join(", ")).ok()
+}
+
+/// Whether an installed `version` (a tag or a digest) satisfies `constraint`.
+pub fn satisfies(version: &str, constraint: &str) -> bool {
+    let constraint = constraint.trim();
+    if constraint.is_empty() {
+        return true;
+    }
+    if constraint.starts_with("sha256:") {
+        return version == constraint;
+    }
+    let Ok(version) = semver::Version::parse(version.trim_start_matches('v')) else {
+        return false;
+    };
+    constraint.split("||").any(|alternative| requirement(alternative).is_some_and(|req| req.matches(&version)))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn constraints_read_as_crossplane_reads_them() {
+        assert!(satisfies("v0.8.1", ">=v0.8.0"));
+        assert!(!satisfies("v0.7.9", ">=v0.8.0"));
+        assert!(satisfies("v1.4.0", ">= 1.2, < 2"));
+        assert!(satisfies("v1.4.0", ">=1.2.0 <2.0.0"));
+        assert!(!satisfies("v2.0.0", ">=1.2.0 <2.0.0"));
+        assert!(satisfies("v2.1.5", "^1.2 || ~2.1"));
+        assert!(satisfies("v0.4.0", "v0.4.0"));
+        assert!(!satisfies("v0.4.1", "v0.4.0"));
+        assert!(satisfies("latest", ""));
+        assert!(!satisfies("latest", ">=v0.1.0"));
+        assert!(satisfies("sha256:abc", "sha256:abc"));
+        assert!(!satisfies("v1.0.0", "sha256:abc"));
+    }
+
+    #[test]
+    fn dependencies_take_explicit_kinds_and_legacy_fields() {
+        let meta = json!({"spec": {"dependsOn": [
+            {"apiVersion": "pkg.crossplane.io/v1", "kind": "Function", "package": "xpkg.example.org/fns/function-x:v1.0.0", "version": ">=v1.0.0"},
+            {"provider": "127.0.0.1:5000/providers/provider-nop", "version": "v0.4.0"},
+            {"configuration": "xpkg.example.org/base"},
+        ]}});
+        let deps = dependencies(&meta).unwrap();
+        assert_eq!(deps[0], Dependency { kind: "Function".into(), source: "xpkg.example.org/fns/function-x".into(), constraint: ">=v1.0.0".into() });
+        assert_eq!((deps[1].kind.as_str(), deps[1].source.as_str()), ("Provider", "127.0.0.1:5000/providers/provider-nop"));
+        assert_eq!((deps[2].kind.as_str(), deps[2].constraint.as_str()), ("Configuration", ""));
+        assert!(dependencies(&json!({"spec": {"dependsOn": [{"version": "v1"}]}})).unwrap_err().starts_with("encountered an invalid dependency"));
+        assert_eq!(installed_version("127.0.0.1:5000/a/b:v0.1.0"), "v0.1.0");
+        assert_eq!(installed_version("127.0.0.1:5000/a/b@sha256:00"), "sha256:00");
+        assert_eq!(installed_version("127.0.0.1:5000/a/b"), "");
+    }
+}

@@ -1,0 +1,311 @@
+//! Configurations (`pkg.crossplane.io/v1`) pulled from OCI registries: the package manager
+//! fetches the image `spec.package` names (its tag resolved to a digest at every reconcile,
+//! the image read from the content-addressed cache when `packagePullPolicy` allows, pull
+//! secrets from `packagePullSecrets`), names the revision after the digest as Crossplane does,
+//! parses `package.yaml`, resolves `dependsOn` against the installed packages, and installs
+//! the XRDs, Compositions (and MRAPs and Operations) it holds, owned by the revision.
+//! Conditions and reasons are Crossplane's: on the Configuration `Installed`
+//! (`ActivePackageRevision`, `InactivePackageRevision`, `UnpackingPackage`) and `Healthy`
+//! (`HealthyPackageRevision`, `UnhealthyPackageRevision`); on the revision `RevisionHealthy`.
+//! A newer revision deactivates the older ones (which release their objects to it);
+//! `revisionHistoryLimit` inactive revisions are kept.
+//!
+//! - `establish.rs`: installing and releasing a revision's objects.
+//! - `dependencies.rs`: `dependsOn` entries and version constraints.
+
+mod dependencies;
+mod establish;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine;
+use oxplane_runtime::Runtime;
+use oxplane_runtime::client::Kube;
+use oxplane_runtime::conditions::{self, Condition};
+use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
+use oxplane_runtime::events::EventRecorder;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::object::{self, ObjectKey};
+use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
+use oxplane_xpkg::meta::PackageType;
+use oxplane_xpkg::registry::Credentials;
+use serde_json::{Value, json};
+
+use super::LABEL_PACKAGE;
+use super::reconciler::{collect_revision_garbage, create_revision, package_of_revision};
+
+/// The namespace pull secrets are read from (Crossplane's own namespace).
+pub const PACKAGE_NAMESPACE: &str = "crossplane-system";
+
+/// `Configuration`.
+pub fn configuration_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "Configuration", "configurations", false)
+}
+
+/// `ConfigurationRevision`.
+pub fn configuration_revision_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1", "ConfigurationRevision", "configurationrevisions", false)
+}
+
+fn secret_kind() -> Kind {
+    Kind::new("", "v1", "Secret", "secrets", true)
+}
+
+/// Reconciles Configurations.
+pub struct ConfigurationReconciler {
+    kube: Kube,
+    cache: Cache,
+    recorder: EventRecorder,
+}
+
+/// Why a revision is not healthy (its `RevisionHealthy` message).
+struct Unhealthy(String);
+
+impl ConfigurationReconciler {
+    /// A reconciler keeping pulled packages in `cache_dir`.
+    pub fn new(kube: Kube, cache_dir: PathBuf) -> Self {
+        let recorder = EventRecorder::new(kube.clone(), "packages/configuration.pkg.crossplane.io");
+        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder }
+    }
+
+    /// The credentials `spec.packagePullSecrets` hold for the package's registry (the first
+    /// secret with a matching key), else anonymous.
+    async fn credentials(&self, package: &Value, reference: &str) -> Result<Credentials, String> {
+        let source = oxplane_xpkg::names::source(reference);
+        for secret in package.pointer("/spec/packagePullSecrets").and_then(Value::as_array).into_iter().flatten() {
+            let Some(name) = secret.get("name").and_then(Value::as_str) else { continue };
+            let found = self.kube.get(&secret_kind(), Some(PACKAGE_NAMESPACE), name).await.map_err(|e| format!("cannot get pull secret {PACKAGE_NAMESPACE}/{name}: {e}"))?;
+            let Some(found) = found else {
+                return Err(format!("cannot get pull secret {PACKAGE_NAMESPACE}/{name}: not found"));
+            };
+            let data = [".dockerconfigjson", ".dockercfg"].iter().find_map(|key| found.pointer(&format!("/data/{}", key.replace('/', "~1")))?.as_str());
+            let Some(data) = data else {
+                return Err(format!("pull secret {PACKAGE_NAMESPACE}/{name} has no .dockerconfigjson or .dockercfg key"));
+            };
+            let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("pull secret {PACKAGE_NAMESPACE}/{name}: {e}"))?;
+            match oxplane_xpkg::auth::credentials_for(&bytes, source) {
+                Ok(Some(credentials)) => return Ok(credentials),
+                Ok(None) => {}
+                Err(error) => return Err(format!("pull secret {PACKAGE_NAMESPACE}/{name}: {error}")),
+            }
+        }
+        Ok(Credentials::Anonymous)
+    }
+
+    async fn revisions(&self, name: &str) -> Result<Vec<Value>, ReconcileError> {
+        Ok(self.kube.list(&configuration_revision_kind(), None, Some(&format!("{LABEL_PACKAGE}={name}"))).await?)
+    }
+
+    async fn run(&self, package: &mut Value) -> Result<Action, ReconcileError> {
+        if object::is_deleting(package) {
+            // Revisions and what they installed go with the package (owner references).
+            return Ok(Action::Done);
+        }
+        let name = object::name(package).unwrap_or_default().to_string();
+        let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default().to_string();
+        let policy = PullPolicy::parse(package.pointer("/spec/packagePullPolicy").and_then(Value::as_str));
+        let fetched = match &policy {
+            Err(error) => Err(error.to_string()),
+            Ok(policy) => match self.credentials(package, &reference).await {
+                Err(error) => Err(error),
+                Ok(credentials) => fetch(&reference, &credentials, *policy, &self.cache).await.map_err(|e| e.to_string()),
+            },
+        };
+        let fetched = match fetched {
+            Ok(fetched) => fetched,
+            Err(error) => {
+                let message = format!("cannot unpack package: {error}");
+                conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(&message));
+                conditions::set(package, Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(&message));
+                self.recorder.warning(package, "UnpackPackage", &message);
+                return Err(ReconcileError::new(message));
+            }
+        };
+        if !fetched.cached {
+            tracing::info!(configuration = %name, reference = %reference, digest = %fetched.digest, layers = fetched.image.layers.len(),
+                bytes = fetched.image.layers.iter().map(Vec::len).sum::<usize>(), "pulled package");
+        }
+        let revision_name = oxplane_xpkg::names::revision_name(&name, &fetched.digest);
+        object::set_status_field(package, "currentRevision", json!(revision_name));
+        object::set_status_field(package, "currentIdentifier", json!(reference));
+        object::set_status_field(package, "resolvedPackage", json!(reference));
+
+        let automatic = package.pointer("/spec/revisionActivationPolicy").and_then(Value::as_str) != Some("Manual");
+        let revisions = self.revisions(&name).await?;
+        let sibling_names: Vec<String> = revisions.iter().filter_map(|r| object::name(r).map(str::to_string)).filter(|n| *n != revision_name).collect();
+        // Every other revision becomes inactive and lets go of its objects first.
+        for old in revisions.iter().filter(|r| object::name(r) != Some(revision_name.as_str())) {
+            if old.pointer("/spec/desiredState").and_then(Value::as_str) == Some("Active") {
+                let old_name = object::name(old).unwrap_or_default();
+                self.kube.merge_patch(&configuration_revision_kind(), None, old_name, &json!({"spec": {"desiredState": "Inactive"}})).await?;
+            }
+            establish::release(&self.kube, old).await.map_err(ReconcileError::new)?;
+        }
+        let mut revision = self.ensure_revision(package, &revision_name, &reference, &revisions, automatic).await?;
+        let old: Vec<&Value> = revisions.iter().filter(|r| object::name(r) != Some(revision_name.as_str())).collect();
+        collect_revision_garbage(&self.kube, &configuration_revision_kind(), package, old).await?;
+
+        let active = revision.pointer("/spec/desiredState").and_then(Value::as_str) == Some("Active");
+        let before = conditions::status_of(&revision);
+        let outcome = self.install(package, &mut revision, &sibling_names, &fetched.image, active).await;
+        match &outcome {
+            Ok(()) => {
+                conditions::set(&mut revision, Condition::new("RevisionHealthy", "True", "HealthyPackageRevision"));
+            }
+            Err(Unhealthy(message)) => {
+                conditions::set(&mut revision, Condition::new("RevisionHealthy", "False", "UnhealthyPackageRevision").with_message(message));
+                self.recorder.warning(&revision, "SyncPackage", message);
+            }
+        }
+        if conditions::status_of(&revision) != before {
+            match self.kube.replace_status(&configuration_revision_kind(), &revision).await {
+                Ok(_) => {}
+                Err(error) if error.is_not_found() => {}
+                Err(error) => return Err(error.into()),
+            }
+        }
+
+        if active {
+            conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
+        } else {
+            conditions::set(package, Condition::new("Installed", "False", "InactivePackageRevision").with_message("Package is inactive"));
+        }
+        match &outcome {
+            Ok(()) => {
+                let was_healthy = conditions::is_true(package, "Healthy");
+                conditions::set(package, Condition::new("Healthy", "True", "HealthyPackageRevision"));
+                if !was_healthy {
+                    self.recorder.normal(package, "InstallPackageRevision", "Successfully installed package revision");
+                }
+            }
+            Err(Unhealthy(message)) => {
+                let message = format!("Package revision health is \"False\" with message: {message}");
+                conditions::set(package, Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(message));
+            }
+        }
+        Ok(match (&outcome, &policy) {
+            (Err(_), _) => Action::Requeue,
+            // A moved tag is noticed within a minute, as Crossplane polls for it.
+            (Ok(()), Ok(PullPolicy::Always)) => Action::RequeueAfter(Duration::from_secs(60)),
+            (Ok(()), _) => Action::Done,
+        })
+    }
+
+    /// The revision for this digest, created when missing (numbered after the highest).
+    async fn ensure_revision(&self, package: &Value, revision_name: &str, reference: &str, revisions: &[Value], automatic: bool) -> Result<Value, ReconcileError> {
+        let kind = configuration_revision_kind();
+        let highest = revisions.iter().filter_map(|r| r.pointer("/spec/revision").and_then(Value::as_i64)).max().unwrap_or(0);
+        if let Some(existing) = revisions.iter().find(|r| object::name(r) == Some(revision_name)) {
+            let number = existing.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0);
+            let mut patch = json!({"spec": {}});
+            if number < highest {
+                patch["spec"]["revision"] = json!(highest + 1);
+            }
+            if automatic && existing.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Active") {
+                patch["spec"]["desiredState"] = json!("Active");
+            }
+            if patch["spec"].as_object().is_some_and(|s| s.is_empty()) {
+                return Ok(existing.clone());
+            }
+            return Ok(self.kube.merge_patch(&kind, None, revision_name, &patch).await?);
+        }
+        create_revision(&self.kube, &kind, package, revision_name, reference, highest + 1, if automatic { "Active" } else { "Inactive" }).await
+    }
+
+    /// The revision's work: parse and check the package, resolve its dependencies, install
+    /// its objects (an inactive revision only updates what exists), record `objectRefs`.
+    async fn install(&self, package: &Value, revision: &mut Value, siblings: &[String], image: &oxplane_xpkg::Image, active: bool) -> Result<(), Unhealthy> {
+        let stream = image.package_yaml().map_err(|e| Unhealthy(format!("cannot get package: {e}")))?;
+        let parsed = oxplane_xpkg::meta::parse(&stream).map_err(|e| Unhealthy(format!("cannot parse package: {e}")))?;
+        if parsed.package_type != PackageType::Configuration {
+            return Err(Unhealthy(format!("validating package contents failed: package meta type is not Configuration (it is a {})", parsed.package_type.kind())));
+        }
+        parsed.check_kinds().map_err(|e| Unhealthy(format!("validating package contents failed: {e}")))?;
+        if revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) != Some(true) {
+            self.resolve_dependencies(revision, &parsed.meta).await?;
+        }
+        if !active {
+            establish::release(&self.kube, revision).await.map_err(Unhealthy)?;
+        }
+        let mut refs = Vec::new();
+        for desired in &parsed.objects {
+            if let Some(reference) = establish::establish(&self.kube, package, revision, siblings, desired, active).await.map_err(Unhealthy)? {
+                refs.push(reference);
+            }
+        }
+        establish::sort_refs(&mut refs);
+        object::set_status_field(revision, "objectRefs", Value::Array(refs));
+        Ok(())
+    }
+
+    /// Every `dependsOn` entry must be installed in a version its constraint allows; counts go
+    /// to `status.foundDependencies` and `installedDependencies`.
+    async fn resolve_dependencies(&self, revision: &mut Value, meta: &Value) -> Result<(), Unhealthy> {
+        let wanted = dependencies::dependencies(meta).map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+        let (mut missing, mut invalid, mut installed) = (Vec::new(), Vec::new(), 0);
+        for dependency in &wanted {
+            let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
+            let packages = self.kube.list(&kind, None, None).await.map_err(|e| Unhealthy(format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind)))?;
+            let found = packages.iter().find_map(|p| {
+                let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
+                (oxplane_xpkg::names::source(reference) == dependency.source).then_some((p, reference))
+            });
+            match found {
+                None => missing.push(format!("{:?} ({})", dependency.source, if dependency.constraint.is_empty() { "any version" } else { &dependency.constraint })),
+                Some((found, reference)) => {
+                    let version = dependencies::installed_version(reference);
+                    if !dependencies::satisfies(version, &dependency.constraint) {
+                        invalid.push(format!("existing package {}@{version} is incompatible with constraint {}", dependency.source, dependency.constraint));
+                    } else if conditions::is_true(found, "Healthy") {
+                        installed += 1;
+                    }
+                }
+            }
+        }
+        object::set_status_field(revision, "foundDependencies", json!(wanted.len() - missing.len()));
+        object::set_status_field(revision, "installedDependencies", json!(installed));
+        if !missing.is_empty() {
+            let shown: Vec<&String> = missing.iter().take(3).collect();
+            return Err(Unhealthy(format!("cannot resolve package dependencies: missing dependencies: {}", shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+        }
+        if !invalid.is_empty() {
+            return Err(Unhealthy(format!("cannot resolve package dependencies: incompatible dependencies: {}", invalid.join("; "))));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait::async_trait]
+impl Reconciler for ConfigurationReconciler {
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Action, ReconcileError> {
+        let kind = configuration_kind();
+        let Some(mut package) = self.kube.get(&kind, None, &key.name).await? else {
+            return Ok(Action::Done);
+        };
+        let before = conditions::status_of(&package);
+        let result = self.run(&mut package).await;
+        if conditions::status_of(&package) != before {
+            match self.kube.replace_status(&kind, &package).await {
+                Ok(_) => {}
+                Err(error) if error.is_not_found() => return Ok(Action::Done),
+                Err(error) => return Err(error.into()),
+            }
+        }
+        result
+    }
+}
+
+/// Starts the Configuration controller (`packages/configuration.pkg.crossplane.io`), keeping
+/// pulled packages in `cache_dir`.
+pub fn start_controller(runtime: &Runtime, cache_dir: PathBuf) -> Arc<Controller> {
+    let reconciler = Arc::new(ConfigurationReconciler::new(runtime.kube.clone(), cache_dir));
+    let controller = Controller::start(ControllerConfig::new("packages/configuration.pkg.crossplane.io"), reconciler, runtime.metrics.clone());
+    let (package_kind, revision_kind) = (configuration_kind(), configuration_revision_kind());
+    runtime.watches.kinds().insert(package_kind.clone());
+    runtime.watches.kinds().insert(revision_kind.clone());
+    controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
+    controller.watch_mapped(&runtime.watches, &revision_kind.gvk, package_of_revision);
+    controller
+}

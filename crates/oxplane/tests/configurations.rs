@@ -1,0 +1,161 @@
+//! Configurations pulled from a real OCI registry (Debian's `docker-registry` on 127.0.0.1),
+//! end to end with the real kubectl: the getting-started API built with `oxplane xpkg build`
+//! from `examples/getting-started-package` and pushed with `oxplane xpkg push` installs from
+//! a `Configuration` (its revision named after the digest, Healthy, owning the XRD and the
+//! Composition), and an App of its XRD composes. A missing tag, a package holding a kind a
+//! Configuration may not hold, a blob damaged in the registry and a missing dependency each
+//! leave a condition naming the cause, and install nothing.
+
+use crate::support;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use oxplane_xpkg::registry::{Credentials, push};
+use oxplane_xpkg::testing::Registry;
+use serde_json::Value;
+use support::{Server, condition, within};
+
+fn oxplane(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_oxplane")).args(args).output().unwrap()
+}
+
+fn example(path: &str) -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(path).to_str().unwrap().to_string()
+}
+
+fn configuration(name: &str, package: &str) -> String {
+    format!("apiVersion: pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: {name}\nspec:\n  package: {package}\n")
+}
+
+/// Pushes a package whose `package.yaml` is `stream` as given; returns its digest.
+fn push_stream(reference: &str, stream: &str) -> String {
+    let image = oxplane_xpkg::build::image_of_stream(stream).unwrap();
+    tokio::runtime::Runtime::new().unwrap().block_on(push(&image, reference, &Credentials::Anonymous)).unwrap()
+}
+
+/// The condition's `(status, reason, message)` once `check` accepts it.
+fn wait_condition(server: &Server, what: &str, type_: &str, check: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    within(Duration::from_secs(60), &format!("{what} {type_}"), || {
+        last = server.get(&[what]).and_then(|o| condition(&o, type_)).unwrap_or(Value::Null);
+        check(&last)
+    });
+    last
+}
+
+#[test]
+fn a_configuration_from_a_registry_installs_its_api_and_an_app_composes() {
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("getting-started.xpkg");
+    let built = oxplane(&["xpkg", "build", "--package-root", &example("getting-started-package"), "-o", file.to_str().unwrap()]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let reference = format!("{}/platform/getting-started:v0.1.0", registry.host);
+    let pushed = oxplane(&["xpkg", "push", &reference, "-f", file.to_str().unwrap()]);
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    let digest = oxplane_xpkg::layout::read(&file).unwrap().digest();
+
+    let server = Server::start();
+    // Applied before its dependencies: the revision says which are missing.
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("getting-started", &reference));
+    let healthy = wait_condition(&server, "configuration/getting-started", "Healthy", |c| c["status"] == "False");
+    let message = healthy["message"].as_str().unwrap();
+    assert!(message.starts_with("Package revision health is \"False\" with message: cannot resolve package dependencies: missing dependencies: \"xpkg.crossplane.io/crossplane-contrib/provider-nop\" (>=v0.5.0)"), "{message}");
+    assert!(server.get(&["xrd", "apps.example.org"]).is_none(), "nothing is installed before the dependencies are");
+
+    server.kubectl(&["apply", "-f", &example("getting-started/00-provider.yaml"), "-f", &example("getting-started/01-functions.yaml")]);
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/getting-started", "--timeout=90s"]);
+    let installed = server.get(&["configuration", "getting-started"]).unwrap();
+    assert_eq!(condition(&installed, "Installed").unwrap()["reason"], "ActivePackageRevision");
+    assert_eq!(condition(&installed, "Healthy").unwrap()["reason"], "HealthyPackageRevision", "{installed}");
+    let revision_name = format!("getting-started-{}", &digest["sha256:".len().."sha256:".len() + 12]);
+    assert_eq!(installed["status"]["currentRevision"], revision_name.as_str());
+    assert_eq!(installed["status"]["currentIdentifier"], reference.as_str());
+
+    let revision = server.get(&["configurationrevision", &revision_name]).unwrap();
+    assert_eq!(revision["spec"]["desiredState"], "Active");
+    assert_eq!(revision["spec"]["image"], reference.as_str());
+    assert_eq!(revision["spec"]["revision"], 1);
+    assert_eq!(revision["metadata"]["labels"]["pkg.crossplane.io/package"], "getting-started");
+    assert_eq!(condition(&revision, "RevisionHealthy").unwrap()["reason"], "HealthyPackageRevision");
+    assert_eq!((revision["status"]["foundDependencies"].as_i64(), revision["status"]["installedDependencies"].as_i64()), (Some(3), Some(3)));
+    let refs: Vec<(&str, &str)> =
+        revision["status"]["objectRefs"].as_array().unwrap().iter().map(|r| (r["kind"].as_str().unwrap(), r["name"].as_str().unwrap())).collect();
+    // Sorted as Crossplane sorts them: descending by apiVersion/kind/name (the XRD is v2).
+    assert_eq!(refs, [("CompositeResourceDefinition", "apps.example.org"), ("Composition", "apps")]);
+    let columns: Vec<String> = server.kubectl(&["get", "configurationrevisions"]).lines().nth(1).unwrap().split_whitespace().map(str::to_string).collect();
+    assert_eq!(columns[..4], [revision_name.as_str(), "True", reference.as_str(), "Active"], "{columns:?}");
+
+    // The XRD is controlled by the revision and owned by the Configuration too.
+    let xrd = server.get(&["xrd", "apps.example.org"]).unwrap();
+    let owners: Vec<(&str, bool)> =
+        xrd["metadata"]["ownerReferences"].as_array().unwrap().iter().map(|o| (o["kind"].as_str().unwrap(), o["controller"].as_bool().unwrap())).collect();
+    assert_eq!(owners, [("ConfigurationRevision", true), ("Configuration", false)]);
+    // The pulled blobs are in the data directory's content-addressed cache.
+    assert!(server.dir().join("cache/xpkg/blobs/sha256").join(digest.trim_start_matches("sha256:")).exists());
+
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/apps.example.org", "--timeout=60s"]);
+    server.kubectl(&["apply", "-f", &example("getting-started/04-app.yaml")]);
+    server.kubectl(&["wait", "--for=condition=Ready", "app/my-app", "--timeout=60s"]);
+    let app = server.get(&["app", "my-app"]).unwrap();
+    assert_eq!(app["status"]["databaseSize"], "db.t3.medium");
+}
+
+#[test]
+fn bad_packages_leave_conditions_naming_the_cause_and_install_nothing() {
+    let registry = Registry::shared();
+    let server = Server::start();
+
+    // A tag nobody pushed.
+    let missing = format!("{}/platform/nothing-here:v0.1.0", registry.host);
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("missing", &missing));
+    let installed = wait_condition(&server, "configuration/missing", "Installed", |c| c["reason"] == "UnpackingPackage");
+    assert_eq!(installed["status"], "False");
+    let message = installed["message"].as_str().unwrap();
+    assert!(message.starts_with(&format!("cannot unpack package: cannot authenticate to pull {missing}")) || message.starts_with(&format!("cannot unpack package: cannot resolve {missing}")), "{message}");
+    let healthy = condition(&server.get(&["configuration", "missing"]).unwrap(), "Healthy").unwrap();
+    assert_eq!((healthy["status"].as_str(), healthy["reason"].as_str()), (Some("False"), Some("UnhealthyPackageRevision")));
+
+    // A Configuration holding a CRD.
+    let foreign = format!("{}/platform/foreign:v0.1.0", registry.host);
+    push_stream(
+        &foreign,
+        "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: foreign}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.org}\n",
+    );
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("foreign", &foreign));
+    let healthy = wait_condition(&server, "configuration/foreign", "Healthy", |c| c["status"] == "False");
+    assert_eq!(
+        healthy["message"],
+        "Package revision health is \"False\" with message: validating package contents failed: a Configuration package may not contain CustomResourceDefinition.apiextensions.k8s.io \"things.example.org\""
+    );
+    assert!(server.get(&["crd", "things.example.org"]).is_none());
+
+    // A package.yaml that is no package.
+    let broken = format!("{}/platform/broken:v0.1.0", registry.host);
+    push_stream(&broken, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("broken", &broken));
+    let healthy = wait_condition(&server, "configuration/broken", "Healthy", |c| c["status"] == "False");
+    assert_eq!(healthy["message"], "Package revision health is \"False\" with message: cannot parse package: no Crossplane package may contain \"ConfigMap\" of \"v1\"");
+
+    // A layer damaged on the registry's disk.
+    let damaged = format!("{}/platform/damaged-config:v0.1.0", registry.host);
+    let stream = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: damaged-config}\n";
+    push_stream(&damaged, stream);
+    let image = oxplane_xpkg::build::image_of_stream(stream).unwrap();
+    let layer = oxplane_xpkg::digest(&image.layers[0]);
+    let blob = registry.blob_file(&layer);
+    let mut bytes = std::fs::read(&blob).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&blob, bytes).unwrap();
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("damaged", &damaged));
+    let installed = wait_condition(&server, "configuration/damaged", "Installed", |c| c["reason"] == "UnpackingPackage");
+    let message = installed["message"].as_str().unwrap();
+    assert!(message.starts_with(&format!("cannot unpack package: cannot pull blob {layer} of ")) && message.to_lowercase().contains("digest"), "{message}");
+
+    // None of them made a revision that installed anything.
+    for revision in server.get(&["configurationrevisions"]).unwrap()["items"].as_array().unwrap() {
+        assert!(revision["status"]["objectRefs"].as_array().is_none_or(Vec::is_empty), "{revision}");
+    }
+}
