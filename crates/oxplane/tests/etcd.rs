@@ -1,6 +1,9 @@
 //! `oxplane up` on etcd: objects live in the etcd cluster (so they outlive the process and its
 //! data directory), an unreachable etcd is a clear start-up error, and an etcd lost while
 //! serving refuses writes with 503, keeps reads going from the cache, and comes back by itself.
+//! An etcd served over TLS with client certificates is reached with `--etcd-cafile`,
+//! `--etcd-certfile` and `--etcd-keyfile`; a wrong CA or a missing client certificate is a
+//! start-up error naming the endpoint and why.
 
 use crate::support;
 
@@ -44,14 +47,13 @@ fn objects_live_in_etcd_and_outlive_the_process() {
     assert!(other.get(&["configmap", "kept"]).is_none());
 }
 
-#[test]
-fn an_unreachable_etcd_at_start_exits_naming_the_endpoint() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let endpoint = format!("http://127.0.0.1:{port}");
+/// Runs `oxplane up` with `args`, which must make it exit at start: its stderr.
+fn fails_at_start(args: &[&str]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_oxplane"))
-        .args(["up", "--listen", "127.0.0.1:0", "--etcd", &endpoint, "--data-dir"])
+        .args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -62,9 +64,103 @@ fn an_unreachable_etcd_at_start_exits_naming_the_endpoint() {
         status.is_some()
     });
     let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!status.unwrap().success());
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!status.unwrap().success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn an_unreachable_etcd_at_start_exits_naming_the_endpoint() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let endpoint = format!("http://127.0.0.1:{port}");
+    let stderr = fails_at_start(&["--etcd", &endpoint]);
     assert!(stderr.contains(&endpoint) && stderr.contains("unavailable"), "{stderr}");
+}
+
+/// PEM files made here: a CA that signed etcd's serving certificate (127.0.0.1) and a client
+/// certificate, and another CA that signed nothing etcd knows.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn get() -> &'static Pki {
+        static PKI: std::sync::OnceLock<Pki> = std::sync::OnceLock::new();
+        PKI.get_or_init(|| {
+            use rcgen::{BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+            let dir = tempfile::tempdir().unwrap();
+            let write = |name: &str, pem: String| std::fs::write(dir.path().join(name), pem).unwrap();
+            let ca = |name: &str| {
+                let key = KeyPair::generate().unwrap();
+                let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+                params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+                params.distinguished_name.push(DnType::CommonName, name);
+                let cert = params.self_signed(&key).unwrap();
+                (cert.pem(), Issuer::new(params, key))
+            };
+            let (ca_pem, issuer) = ca("etcd test CA");
+            let (other_pem, _) = ca("another CA");
+            let leaf = |names: Vec<String>, cn: &str, usage: ExtendedKeyUsagePurpose| {
+                let key = KeyPair::generate().unwrap();
+                let mut params = CertificateParams::new(names).unwrap();
+                params.distinguished_name.push(DnType::CommonName, cn);
+                params.extended_key_usages = vec![usage];
+                (params.signed_by(&key, &issuer).unwrap().pem(), key.serialize_pem())
+            };
+            let (server, server_key) = leaf(vec!["127.0.0.1".into(), "localhost".into()], "etcd", ExtendedKeyUsagePurpose::ServerAuth);
+            let (client, client_key) = leaf(Vec::new(), "oxplane", ExtendedKeyUsagePurpose::ClientAuth);
+            write("ca.pem", ca_pem);
+            write("other-ca.pem", other_pem);
+            write("server.pem", server);
+            write("server-key.pem", server_key);
+            write("client.pem", client);
+            write("client-key.pem", client_key);
+            Pki { dir }
+        })
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir.path().join(name).display().to_string()
+    }
+
+    /// The process's etcd served over TLS, demanding client certificates of this CA.
+    fn etcd(&self) -> &'static EtcdCluster {
+        EtcdCluster::shared_tls(|| testing::ServerTls {
+            cert: self.dir.path().join("server.pem"),
+            key: self.dir.path().join("server-key.pem"),
+            client_ca: self.dir.path().join("ca.pem"),
+        })
+    }
+}
+
+#[test]
+fn etcd_over_tls_with_a_client_certificate() {
+    let pki = Pki::get();
+    let endpoint = pki.etcd().endpoints().join(",");
+    assert!(endpoint.starts_with("https://"), "{endpoint}");
+    let prefix = testing::unique_prefix("tls");
+    let (ca, cert, key) = (pki.path("ca.pem"), pki.path("client.pem"), pki.path("client-key.pem"));
+    let server = Server::start_with(&["--etcd", &endpoint, "--etcd-prefix", &prefix, "--etcd-cafile", &ca, "--etcd-certfile", &cert, "--etcd-keyfile", &key]);
+    server.kubectl(&["create", "configmap", "over-tls", "--from-literal=cipher=yes"]);
+    let got = server.get(&["configmap", "over-tls"]).expect("the configmap is stored");
+    assert_eq!(got["data"]["cipher"], "yes");
+}
+
+#[test]
+fn a_wrong_etcd_ca_or_no_client_certificate_fails_at_start_naming_the_endpoint() {
+    let pki = Pki::get();
+    let endpoint = pki.etcd().endpoints().join(",");
+    let (cert, key) = (pki.path("client.pem"), pki.path("client-key.pem"));
+    // A CA that did not sign etcd's certificate: oxplane does not trust etcd.
+    let other = pki.path("other-ca.pem");
+    let stderr = fails_at_start(&["--etcd", &endpoint, "--etcd-cafile", &other, "--etcd-certfile", &cert, "--etcd-keyfile", &key]);
+    assert!(stderr.contains(&format!("etcd at {endpoint} is unavailable")), "{stderr}");
+    assert!(stderr.contains("UnknownIssuer"), "{stderr}");
+    // No client certificate: etcd does not accept oxplane.
+    let ca = pki.path("ca.pem");
+    let stderr = fails_at_start(&["--etcd", &endpoint, "--etcd-cafile", &ca]);
+    assert!(stderr.contains(&format!("etcd at {endpoint} is unavailable")), "{stderr}");
+    assert!(stderr.contains("no client certificate was given"), "{stderr}");
 }
 
 #[test]

@@ -143,14 +143,25 @@ impl EtcdStore {
             }
             connect = connect.with_tls(tls_options);
         }
-        let unavailable = |cause: String| StoreError::Unavailable { endpoints: endpoints.clone(), cause };
+        // With TLS 1.3 a server refusing a connection without a client certificate may only
+        // close it after the handshake, which the client sees as a bare "connection closed".
+        let no_client_certificate = options.tls.as_ref().is_some_and(|tls| tls.cert.is_none());
+        let unavailable = |cause: String| {
+            let closed = ["connection closed", "CertificateRequired", "canceled"].iter().any(|c| cause.contains(c));
+            let cause = if no_client_certificate && closed {
+                format!("{cause} (no client certificate was given: an etcd that requires one closes the connection)")
+            } else {
+                cause
+            };
+            StoreError::Unavailable { endpoints: endpoints.clone(), cause }
+        };
         let client = tokio::time::timeout(
             options.connect_timeout,
             Client::connect(options.endpoints.clone(), Some(connect)),
         )
         .await
         .map_err(|_| unavailable(format!("no answer within {:?}", options.connect_timeout)))?
-        .map_err(|e| unavailable(e.to_string()))?;
+        .map_err(|e| unavailable(cause(&e)))?;
         let kv = client.kv_client().max_decoding_message_size(MAX_MESSAGE_BYTES);
         let meta = format!("{prefix}/meta");
         let last_write = format!("{prefix}/{LAST_WRITE}");
@@ -158,7 +169,7 @@ impl EtcdStore {
             .await
             .map_err(|_| unavailable(format!("no answer within {:?}", options.request_timeout)))?
             .map_err(|e| match e {
-                marker::ClaimError::Etcd(e) => unavailable(e.to_string()),
+                marker::ClaimError::Etcd(e) => unavailable(cause(&e)),
                 marker::ClaimError::Foreign(reason) => StoreError::Foreign { path: prefix.clone().into(), reason },
             })?;
         let inner = Inner {
@@ -201,7 +212,24 @@ async fn auto_compact(inner: std::sync::Weak<Inner>, interval: Duration) {
 
 /// What an etcd error means for the caller.
 pub(crate) fn classify(endpoints: &str, error: etcd_client::Error) -> StoreError {
-    StoreError::Unavailable { endpoints: endpoints.to_string(), cause: error.to_string() }
+    StoreError::Unavailable { endpoints: endpoints.to_string(), cause: cause(&error) }
+}
+
+/// An error with every cause under it: a failed TLS handshake reads `transport error` at the
+/// top, and only its sources say why (an unknown CA, a refused client certificate). A source
+/// whose text the chain already holds is skipped.
+fn cause(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(inner) = source {
+        let more = inner.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = inner.source();
+    }
+    text
 }
 
 /// How long a request that found no member able to answer is tried again.

@@ -2,8 +2,9 @@
 //! with temporary data directories (in `/dev/shm` when there is one, since etcd fsyncs every
 //! write). [`EtcdCluster::shared`] is one 3-member cluster per test process, stopped by a
 //! watchdog when the process exits however it ends; [`EtcdCluster::start`] gives a private
-//! one, stopped when dropped, for tests that kill members. Panics when etcd cannot start: it
-//! is test support only.
+//! one, stopped when dropped, for tests that kill members; [`EtcdCluster::start_tls`] one
+//! serving its clients over TLS and demanding client certificates. Panics when etcd cannot
+//! start: it is test support only.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -25,7 +26,21 @@ struct Member {
     name: String,
     client_port: u16,
     peer_port: u16,
+    /// Plain-HTTP `/health` and `/metrics`, whether clients are served over TLS or not.
+    metrics_port: u16,
     child: Option<Child>,
+}
+
+/// The PEM files an etcd serves its clients with over TLS: its certificate and key, and the CA
+/// client certificates must be signed by (`--client-cert-auth`).
+#[derive(Clone, Debug)]
+pub struct ServerTls {
+    /// The serving certificate (for 127.0.0.1).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+    /// The CA that signs client certificates.
+    pub client_ca: PathBuf,
 }
 
 /// A running etcd cluster.
@@ -35,6 +50,8 @@ pub struct EtcdCluster {
     token: String,
     /// Whether dropping the cluster stops it (the shared one is stopped by its watchdog).
     owned: bool,
+    /// TLS for clients, when served over it.
+    tls: Option<ServerTls>,
 }
 
 fn free_port() -> u16 {
@@ -66,13 +83,40 @@ impl EtcdCluster {
     /// A private cluster with its data in a new directory under `root` (benchmarks put it on
     /// the disk they measure).
     pub fn start_in(root: &Path, members: usize) -> EtcdCluster {
+        EtcdCluster::launch(root, members, None)
+    }
+
+    /// A private cluster serving clients over TLS only, with client certificates required.
+    pub fn start_tls(members: usize, tls: ServerTls) -> EtcdCluster {
+        EtcdCluster::launch(&temp_root(), members, Some(tls))
+    }
+
+    /// Like [`EtcdCluster::shared`] for [`EtcdCluster::start_tls`]: `tls` is used by the first
+    /// call, which starts it; stopped when the process exits.
+    pub fn shared_tls(tls: impl FnOnce() -> ServerTls) -> &'static EtcdCluster {
+        static CLUSTER: OnceLock<EtcdCluster> = OnceLock::new();
+        CLUSTER.get_or_init(|| {
+            let mut cluster = EtcdCluster::start_tls(1, tls());
+            cluster.owned = false;
+            cluster.watchdog();
+            cluster
+        })
+    }
+
+    fn launch(root: &Path, members: usize, tls: Option<ServerTls>) -> EtcdCluster {
         let dir = tempfile::Builder::new().prefix("oxplane-etcd-").tempdir_in(root).unwrap().keep();
         static COUNT: AtomicU64 = AtomicU64::new(0);
         let token = format!("oxplane-test-{}-{}", std::process::id(), COUNT.fetch_add(1, Ordering::Relaxed));
         let members = (0..members)
-            .map(|i| Member { name: format!("m{i}"), client_port: free_port(), peer_port: free_port(), child: None })
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client_port: free_port(),
+                peer_port: free_port(),
+                metrics_port: free_port(),
+                child: None,
+            })
             .collect();
-        let cluster = EtcdCluster { dir, members: Mutex::new(members), token, owned: true };
+        let cluster = EtcdCluster { dir, members: Mutex::new(members), token, owned: true, tls };
         let count = cluster.members.lock().unwrap().len();
         for i in 0..count {
             cluster.spawn(i, "new");
@@ -92,13 +136,23 @@ impl EtcdCluster {
         let initial = Self::initial_cluster(&members);
         let member = &mut members[index];
         let log = std::fs::File::create(self.dir.join(format!("{}.log", member.name))).unwrap();
-        let child = Command::new("etcd")
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        let mut command = Command::new("etcd");
+        if let Some(tls) = &self.tls {
+            command
+                .arg(format!("--cert-file={}", tls.cert.display()))
+                .arg(format!("--key-file={}", tls.key.display()))
+                .arg(format!("--trusted-ca-file={}", tls.client_ca.display()))
+                .arg("--client-cert-auth");
+        }
+        let child = command
             .arg("--name")
             .arg(&member.name)
             .arg("--data-dir")
             .arg(self.dir.join(&member.name))
-            .arg(format!("--listen-client-urls=http://127.0.0.1:{}", member.client_port))
-            .arg(format!("--advertise-client-urls=http://127.0.0.1:{}", member.client_port))
+            .arg(format!("--listen-client-urls={scheme}://127.0.0.1:{}", member.client_port))
+            .arg(format!("--advertise-client-urls={scheme}://127.0.0.1:{}", member.client_port))
+            .arg(format!("--listen-metrics-urls=http://127.0.0.1:{}", member.metrics_port))
             .arg(format!("--listen-peer-urls=http://127.0.0.1:{}", member.peer_port))
             .arg(format!("--initial-advertise-peer-urls=http://127.0.0.1:{}", member.peer_port))
             .arg(format!("--initial-cluster={initial}"))
@@ -115,7 +169,7 @@ impl EtcdCluster {
 
     /// Waits until member `index` reports itself healthy (it has a leader).
     fn wait_healthy(&self, index: usize) {
-        let port = self.members.lock().unwrap()[index].client_port;
+        let port = self.members.lock().unwrap()[index].metrics_port;
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if health(port) {
@@ -128,7 +182,8 @@ impl EtcdCluster {
 
     /// The members' client URLs.
     pub fn endpoints(&self) -> Vec<String> {
-        self.members.lock().unwrap().iter().map(|m| format!("http://127.0.0.1:{}", m.client_port)).collect()
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        self.members.lock().unwrap().iter().map(|m| format!("{scheme}://127.0.0.1:{}", m.client_port)).collect()
     }
 
     /// Store options for this cluster under `prefix`, with automatic compaction off.
