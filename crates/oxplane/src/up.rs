@@ -56,7 +56,11 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().extensions.add_metrics(move || metrics.render());
             let watches = controllers.watches.clone();
             server.state().extensions.add_debug_page("watches", move || watches.debug());
-            server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
+            // Without controllers here, protection comes from whatever runs them (`oxplane
+            // controllers` registers its webhook): a Usage nobody reconciles protects nothing.
+            if options.controllers {
+                server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
+            }
             server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
         let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());

@@ -1,7 +1,8 @@
 //! `oxplane controllers --kubeconfig`: the controllers, built-in providers and functions in a
 //! process of their own, against another server that serves only the API
 //! (`oxplane up --controllers=false`): the getting-started example converges through the API
-//! alone.
+//! alone, and Usage deletion protection works through the validating webhook the controllers
+//! serve and register (`crossplane-no-usages`), failing closed while they are gone.
 
 use crate::support;
 
@@ -9,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use support::{Server, within};
+use support::{Server, sigterm, within};
 
 fn example(file: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/getting-started").join(file);
@@ -17,6 +18,23 @@ fn example(file: &str) -> String {
 }
 
 struct Controllers(std::process::Child);
+
+impl Controllers {
+    /// `oxplane controllers --kubeconfig` against `server`, logging into `log` in its directory.
+    fn start(server: &Server, log: &str) -> Controllers {
+        let log = std::fs::File::create(server.dir().join(log)).unwrap();
+        Controllers(
+            Command::new(env!("CARGO_BIN_EXE_oxplane"))
+                .args(["controllers", "--kubeconfig"])
+                .arg(server.kubeconfig())
+                .env("OXPLANE_LOG", "info,kube=warn")
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    }
+}
 
 impl Drop for Controllers {
     fn drop(&mut self) {
@@ -32,17 +50,7 @@ fn the_getting_started_example_converges_with_controllers_in_another_process() {
     let crds = server.kubectl(&["get", "crds", "-o", "name"]);
     assert!(!crds.contains("compositions.apiextensions.crossplane.io"), "{crds}");
 
-    let log = std::fs::File::create(server.dir().join("controllers.log")).unwrap();
-    let _controllers = Controllers(
-        Command::new(env!("CARGO_BIN_EXE_oxplane"))
-            .args(["controllers", "--kubeconfig"])
-            .arg(server.kubeconfig())
-            .env("OXPLANE_LOG", "info,kube=warn")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
+    let _controllers = Controllers::start(&server, "controllers.log");
     within(Duration::from_secs(60), "the controllers install Crossplane's CRDs", || {
         server.kubectl(&["get", "crds", "-o", "name"]).contains("compositions.apiextensions.crossplane.io")
     });
@@ -57,4 +65,95 @@ fn the_getting_started_example_converges_with_controllers_in_another_process() {
     assert_eq!(nops.lines().count(), 2, "{nops}");
     let size = server.kubectl(&["get", "app", "my-app", "-o", "jsonpath={.status.databaseSize}"]);
     assert_eq!(size, "db.t3.medium");
+}
+
+const WEBHOOK: &str = "nousages.protection.crossplane.io";
+
+/// A namespaced Usage with a reason, protecting the ConfigMap `config`.
+fn usage(name: &str, config: &str) -> String {
+    format!(
+        "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata: {{name: {name}, namespace: default}}\nspec:\n  of: {{apiVersion: v1, kind: ConfigMap, resourceRef: {{name: {config}}}}}\n  reason: the database reads {config}\n"
+    )
+}
+
+fn in_use(server: &Server, config: &str) -> bool {
+    server.get(&["configmap", config]).is_some_and(|c| c["metadata"]["labels"]["crossplane.io/in-use"] == "true")
+}
+
+#[test]
+fn usage_protection_is_a_validating_webhook_of_the_controllers() {
+    let server = Server::start_with(&["--controllers=false"]);
+    let mut controllers = Controllers::start(&server, "controllers.log");
+    within(Duration::from_secs(60), "the controllers register crossplane-no-usages", || {
+        server.kubectl(&["get", "validatingwebhookconfigurations", "-o", "name"]).contains("/crossplane-no-usages")
+    });
+    // Crossplane's configuration, pointing at this process's server over loopback with its CA.
+    let config = server.get(&["validatingwebhookconfiguration", "crossplane-no-usages"]).unwrap();
+    let webhook = &config["webhooks"][0];
+    assert_eq!(config["webhooks"].as_array().unwrap().len(), 1, "{config}");
+    assert_eq!(webhook["name"], WEBHOOK);
+    assert_eq!(webhook["failurePolicy"], "Fail");
+    assert_eq!(webhook["sideEffects"], "None");
+    assert_eq!(webhook["admissionReviewVersions"], serde_json::json!(["v1"]));
+    assert_eq!(webhook["rules"], serde_json::json!([{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["DELETE"], "resources": ["*"]}]));
+    assert_eq!(webhook["objectSelector"], serde_json::json!({"matchLabels": {"crossplane.io/in-use": "true"}}));
+    let url = webhook["clientConfig"]["url"].as_str().unwrap();
+    assert!(url.starts_with("https://127.0.0.1:") && url.ends_with("/validate-no-usages"), "{url}");
+    assert!(!webhook["clientConfig"]["caBundle"].as_str().unwrap_or_default().is_empty(), "{config}");
+
+    within(Duration::from_secs(60), "the Usage CRDs installed", || {
+        server.kubectl(&["get", "crds", "-o", "name"]).contains("usages.protection.crossplane.io")
+    });
+    server.kubectl(&["create", "configmap", "db-config", "--from-literal=size=small"]);
+    server.kubectl(&["create", "configmap", "cache-config"]);
+    server.apply(&usage("keep-db-config", "db-config"));
+    server.kubectl(&["wait", "--for=condition=Ready", "usage.protection.crossplane.io/keep-db-config", "--timeout=60s"]);
+    within(Duration::from_secs(10), "db-config labelled in use", || in_use(&server, "db-config"));
+
+    // The API server has no hook of its own: the webhook refuses, with Crossplane's message.
+    let refused = server.kubectl_fails(&["delete", "configmap", "db-config"], "");
+    assert!(
+        refused.contains(&format!(
+            r#"admission webhook "{WEBHOOK}" denied the request: This resource is in-use by 1 usage(s), including the *v1beta1.Usage "keep-db-config" (in namespace "default") with reason: "the database reads db-config"."#
+        )),
+        "{refused}"
+    );
+    let (code, _, answer) = server.curl("DELETE", "/api/v1/namespaces/default/configmaps/db-config?propagationPolicy=Foreground", None);
+    assert_eq!(code, 409, "{answer}");
+    let kept = server.get(&["configmap", "db-config"]).expect("a refused deletion keeps the object");
+    assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
+    assert_eq!(kept["metadata"]["annotations"]["usage.crossplane.io/deletion-attempt-with-policy"], "Foreground");
+    // Objects not in use are not sent to the webhook at all.
+    server.kubectl(&["create", "configmap", "scratch"]);
+    server.kubectl(&["delete", "configmap", "scratch"]);
+
+    // Once the Usage is gone, the deletion goes through.
+    server.kubectl(&["delete", "usage.protection.crossplane.io", "keep-db-config", "--timeout=30s"]);
+    within(Duration::from_secs(10), "db-config no longer in use", || !in_use(&server, "db-config"));
+    server.kubectl(&["delete", "configmap", "db-config"]);
+
+    // Controllers gone: failurePolicy Fail keeps what is in use protected (deleting it fails,
+    // naming the webhook), while objects not in use are deleted as usual.
+    server.apply(&usage("keep-cache-config", "cache-config"));
+    within(Duration::from_secs(30), "cache-config labelled in use", || in_use(&server, "cache-config"));
+    assert!(sigterm(&mut controllers.0, Duration::from_secs(20)).is_some(), "the controllers stop on SIGTERM");
+    assert!(server.get(&["validatingwebhookconfiguration", "crossplane-no-usages"]).is_some(), "the configuration stays");
+    let failed = server.kubectl_fails(&["delete", "configmap", "cache-config"], "");
+    assert!(failed.contains(&format!(r#"Internal error occurred: failed calling webhook "{WEBHOOK}""#)), "{failed}");
+    assert!(server.get(&["configmap", "cache-config"]).is_some());
+    server.kubectl(&["create", "configmap", "unused"]);
+    server.kubectl(&["delete", "configmap", "unused"]);
+
+    // Started again (another port, another CA): the configuration is pointed at the new
+    // server, and the Usage protects again with its message.
+    let _controllers = Controllers::start(&server, "controllers-again.log");
+    within(Duration::from_secs(60), "the configuration re-pointed", || {
+        let config = server.get(&["validatingwebhookconfiguration", "crossplane-no-usages"]).unwrap();
+        config["webhooks"][0]["clientConfig"]["url"].as_str() != Some(url)
+    });
+    let refused = server.kubectl_fails(&["delete", "configmap", "cache-config"], "");
+    assert!(refused.contains(r#"including the *v1beta1.Usage "keep-cache-config" (in namespace "default") with reason: "the database reads cache-config"."#), "{refused}");
+    server.kubectl(&["delete", "usage.protection.crossplane.io", "keep-cache-config", "--timeout=30s"]);
+    within(Duration::from_secs(10), "cache-config no longer in use", || !in_use(&server, "cache-config"));
+    server.kubectl(&["delete", "configmap", "cache-config"]);
 }

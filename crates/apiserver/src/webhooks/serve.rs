@@ -22,6 +22,10 @@ pub type Answer = (u16, Vec<u8>);
 /// Makes the answer to a POST of `body` to `path`.
 pub type Handler = Arc<dyn Fn(&str, &[u8]) -> Answer + Send + Sync>;
 
+/// Makes the answer to a POST of `body` to `path` asynchronously, for a handler that calls an
+/// API server itself (the Usage webhook lists Usages).
+pub type AsyncHandler = Arc<dyn Fn(String, bytes::Bytes) -> futures::future::BoxFuture<'static, Answer> + Send + Sync>;
+
 /// A running webhook server; stopped when dropped.
 pub struct WebhookServer {
     /// Where it listens.
@@ -35,6 +39,15 @@ impl WebhookServer {
     /// Starts a server on `listen` (`127.0.0.1:0` for a free port) whose certificate names
     /// `names` (e.g. `127.0.0.1`, `webhook.default.svc`).
     pub async fn start(listen: &str, names: &[String], handler: Handler) -> Result<WebhookServer, ServeError> {
+        let handler: AsyncHandler = Arc::new(move |path: String, body: bytes::Bytes| {
+            let answer = handler(&path, &body);
+            Box::pin(async move { answer })
+        });
+        WebhookServer::start_async(listen, names, handler).await
+    }
+
+    /// [`WebhookServer::start`] with a handler that answers asynchronously.
+    pub async fn start_async(listen: &str, names: &[String], handler: AsyncHandler) -> Result<WebhookServer, ServeError> {
         let certs = crate::server::tls::generate_serving(names)?;
         let tls = |e: &dyn std::fmt::Display| ServeError::Tls(e.to_string());
         let chain: Vec<CertificateDer<'static>> =
@@ -75,7 +88,7 @@ impl WebhookServer {
                                 Ok(body) => body.to_bytes(),
                                 Err(_) => bytes::Bytes::new(),
                             };
-                            let (code, answer) = handler(&path, &body);
+                            let (code, answer) = handler(path, body).await;
                             let mut response = hyper::Response::new(Full::new(bytes::Bytes::from(answer)));
                             *response.status_mut() = hyper::StatusCode::from_u16(code).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
                             response.headers_mut().insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));

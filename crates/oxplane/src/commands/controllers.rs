@@ -2,7 +2,9 @@
 //! providers and functions, run against any Kubernetes API server (a real cluster, another
 //! oxplane) through its API alone. Crossplane's CRDs are applied there at start, as `oxplane
 //! up` applies them to its own server. Functions run in this process; only plain-text
-//! function endpoints can be called (no oxplane CA for mutual TLS here).
+//! function endpoints can be called (no oxplane CA for mutual TLS here). Usage deletion
+//! protection is served as Crossplane's validating webhook (`crossplane-no-usages`) from an
+//! HTTPS server of this process, registered with the API server at start.
 
 use std::time::Duration;
 
@@ -11,6 +13,7 @@ use oxplane_composition::core::{Core, CoreOptions};
 use oxplane_runtime::Runtime;
 
 use super::kube::{Kube, KubeArgs};
+use crate::usage_protection::webhook::{CONFIGURATION, Placement, UsageWebhook};
 
 /// Flags of `oxplane controllers`.
 #[derive(Debug, clap::Args)]
@@ -25,6 +28,17 @@ pub struct ControllersArgs {
     /// How long a watch on a kind nothing depends on any more is kept before it stops.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     watch_grace_period: u64,
+    /// Serve Usage deletion protection as the validating webhook `crossplane-no-usages` and
+    /// register it with the API server; with false, deletions are not checked against Usages.
+    #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    webhook_enabled: bool,
+    /// Where the webhook server listens, as IP:PORT (port 0: a free one).
+    #[arg(long, value_name = "IP:PORT", default_value = "127.0.0.1:0")]
+    webhook_address: String,
+    /// The host name or IP address the API server reaches the webhook server at (in the
+    /// configuration's URL and the serving certificate) [default: the --webhook-address IP].
+    #[arg(long, value_name = "HOST")]
+    webhook_host: Option<String>,
 }
 
 /// Runs the controllers until SIGTERM or Ctrl-C.
@@ -35,6 +49,15 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
         let kube = Kube::connect(&args.kube).await?;
         kube.client.apiserver_version().await.context("the API server does not answer")?;
         let controllers = Runtime::new(kube.client.clone(), Duration::from_secs(args.watch_grace_period));
+        // Serving before the configuration points the API server here, so no deletion finds
+        // it unreachable; kept registered when this process stops (failurePolicy Fail, as
+        // Crossplane's: protected objects stay protected while nothing can check them).
+        let webhook = if args.webhook_enabled {
+            let placement = Placement { listen: args.webhook_address, host: args.webhook_host };
+            Some(UsageWebhook::start(controllers.kube.clone(), &placement).await?)
+        } else {
+            None
+        };
         let core = Core::start(
             &controllers,
             CoreOptions {
@@ -51,12 +74,20 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
         )
         .await
         .context("starting Crossplane's core against the API server")?;
+        if let Some(webhook) = &webhook {
+            webhook
+                .register(&controllers.kube)
+                .await
+                .with_context(|| format!("registering the ValidatingWebhookConfiguration {CONFIGURATION}"))?;
+            eprintln!("serving the Usage webhook at {}", webhook.url());
+        }
         eprintln!("oxplane controllers are running");
         tokio::select! {
             _ = terminate.recv() => {}
             _ = tokio::signal::ctrl_c() => {}
         }
         core.stop();
+        drop(webhook);
         anyhow::Ok(())
     })
 }

@@ -1,7 +1,11 @@
 //! The deletion protection of Usages, as an admission hook of the embedded API server (what
 //! Crossplane runs as the `nousages.protection.crossplane.io` webhook): deleting an object
 //! labelled `crossplane.io/in-use` that a Usage names is refused with 409, and the attempt
-//! and its propagation policy are recorded on the object so the Usage can replay it.
+//! and its propagation policy are recorded on the object so the Usage can replay it. The
+//! hook runs in `oxplane up` with its controllers; `webhook.rs` serves the same check as an
+//! admission webhook for `oxplane controllers`.
+
+pub mod webhook;
 
 use oxplane_apiserver::ops::admission::{AdmissionHook, AdmissionRequest, HookFuture, Operation};
 use oxplane_apiserver::ops::{ObjectTarget, WriteOptions};
@@ -36,15 +40,7 @@ impl AdmissionHook for UsageProtection {
             }
             let usages: Vec<(&Value, &str)> = found.iter().map(|(u, t)| (u.as_ref(), *t)).collect();
             let mut used = object.clone();
-            // Stored objects carry their storage version; compare as the client sees them.
-            if used.get("apiVersion").is_none() {
-                used["apiVersion"] = Value::String(if request.resource.group.is_empty() {
-                    request.resource.version.clone()
-                } else {
-                    format!("{}/{}", request.resource.group, request.resource.version)
-                });
-                used["kind"] = Value::String(request.resource.kind.clone());
-            }
+            fill_type(&mut used, &request.resource.group, &request.resource.version, &request.resource.kind);
             let Some(message) = usage::deletion_refusal(&used, &usages) else { return Ok(()) };
             if !request.dry_run {
                 let policy = request.propagation.unwrap_or("Background");
@@ -70,5 +66,14 @@ impl AdmissionHook for UsageProtection {
             }
             Err(ApiError::new(Reason::Conflict, format!("admission webhook \"nousages.protection.crossplane.io\" denied the request: {message}")))
         })
+    }
+}
+
+/// Gives `object` the `apiVersion` and `kind` of the request when it has none: stored objects
+/// carry their storage version; they are compared with Usages as the client sees them.
+fn fill_type(object: &mut Value, group: &str, version: &str, kind: &str) {
+    if object.get("apiVersion").is_none() {
+        object["apiVersion"] = Value::String(if group.is_empty() { version.to_string() } else { format!("{group}/{version}") });
+        object["kind"] = Value::String(kind.to_string());
     }
 }

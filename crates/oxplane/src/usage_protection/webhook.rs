@@ -1,0 +1,173 @@
+//! The same deletion protection served as Crossplane's validating admission webhook, for
+//! `oxplane controllers` against another API server, where no in-process hook can run: an
+//! HTTPS server under a certificate from a CA of its own answers `POST /validate-no-usages`,
+//! and the `ValidatingWebhookConfiguration` `crossplane-no-usages` that Crossplane registers
+//! (every resource's DELETE, objects labelled `crossplane.io/in-use: "true"`, `failurePolicy:
+//! Fail`, `sideEffects: None`) points the API server at it, with that CA as `caBundle`.
+//! Usages are read through the API and the refused attempt is recorded on the object with a
+//! merge patch: nothing here knows the server's internals.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use anyhow::Context;
+use oxplane_apiserver::webhooks::serve::{Answer, AsyncHandler, WebhookServer};
+use oxplane_composition::usage;
+use oxplane_runtime::client::{ApiError, Kube};
+use oxplane_runtime::kinds::Kind;
+use serde_json::{Value, json};
+
+/// The configuration's name, as Crossplane's.
+pub const CONFIGURATION: &str = "crossplane-no-usages";
+/// The path the webhook is served at.
+pub const PATH: &str = "/validate-no-usages";
+/// The field manager the configuration is applied with.
+const MANAGER: &str = "oxplane-controllers";
+
+/// The running webhook server; stopped when dropped.
+pub struct UsageWebhook {
+    server: WebhookServer,
+    url: String,
+}
+
+/// Where the webhook listens and how the API server reaches it.
+#[derive(Debug, Clone)]
+pub struct Placement {
+    /// The listen address (`127.0.0.1:0`: loopback, a free port).
+    pub listen: String,
+    /// The host name or IP address written into the configuration's URL and the serving
+    /// certificate; the listen address's IP when not given.
+    pub host: Option<String>,
+}
+
+impl UsageWebhook {
+    /// Starts the server; Usages are read and refused deletions recorded through `kube`.
+    pub async fn start(kube: Kube, placement: &Placement) -> anyhow::Result<UsageWebhook> {
+        let listen: SocketAddr =
+            placement.listen.parse().with_context(|| format!("--webhook-address {}: expected IP:PORT", placement.listen))?;
+        let host = match &placement.host {
+            Some(host) => host.clone(),
+            None if listen.ip().is_unspecified() => anyhow::bail!(
+                "--webhook-address {listen} listens on every interface: give --webhook-host, the name or address the API server reaches this process at"
+            ),
+            None => listen.ip().to_string(),
+        };
+        let handler: AsyncHandler = Arc::new(move |path: String, body: bytes::Bytes| {
+            let kube = kube.clone();
+            Box::pin(async move { answer(&kube, &path, &body).await })
+        });
+        let server = WebhookServer::start_async(&placement.listen, std::slice::from_ref(&host), handler)
+            .await
+            .with_context(|| format!("starting the Usage webhook server on {}", placement.listen))?;
+        let url_host = match host.parse::<IpAddr>() {
+            Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
+            _ => host,
+        };
+        let url = format!("https://{url_host}:{}{PATH}", server.address.port());
+        tracing::info!(%url, "serving the Usage deletion-protection webhook");
+        Ok(UsageWebhook { server, url })
+    }
+
+    /// The webhook's URL as the configuration names it.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The `ValidatingWebhookConfiguration` pointing at this server.
+    pub fn configuration(&self) -> Value {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": CONFIGURATION},
+            "webhooks": [{
+                "name": "nousages.protection.crossplane.io",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": self.url, "caBundle": self.server.ca_bundle()},
+                "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["DELETE"], "resources": ["*"]}],
+                "objectSelector": {"matchLabels": {usage::LABEL_IN_USE: "true"}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+            }],
+        })
+    }
+
+    /// Registers (or re-points, after a restart on another port or CA) the configuration.
+    pub async fn register(&self, kube: &Kube) -> Result<(), ApiError> {
+        let kind = Kind::new("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false);
+        kube.apply(&kind, &self.configuration(), MANAGER, true).await.map(|_| ())
+    }
+}
+
+/// The answer to one POST: an `AdmissionReview` with the decision, or an HTTP error for what
+/// is not one.
+async fn answer(kube: &Kube, path: &str, body: &[u8]) -> Answer {
+    let error = |code: u16, message: String| (code, json!({"error": message}).to_string().into_bytes());
+    if path != PATH {
+        return error(404, format!("no webhook is served at {path}; the Usage webhook is at {PATH}"));
+    }
+    let review: Value = match serde_json::from_slice(body) {
+        Ok(review) => review,
+        Err(e) => return error(400, format!("the body is not an AdmissionReview: {e}")),
+    };
+    let Some(request) = review.get("request").filter(|r| r.is_object()) else {
+        return error(400, "the AdmissionReview has no request".into());
+    };
+    let response = decide(kube, request).await;
+    let review = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response});
+    (200, review.to_string().into_bytes())
+}
+
+/// The review's `response`: allowed, or refused with an HTTP code and message (as
+/// controller-runtime's `admission.Errored`: the code goes in `status.code`).
+async fn decide(kube: &Kube, request: &Value) -> Value {
+    let uid = request["uid"].clone();
+    let refuse = |code: u16, message: String| json!({"uid": uid, "allowed": false, "status": {"code": code, "message": message}});
+    let operation = request["operation"].as_str().unwrap_or_default();
+    if operation != "DELETE" {
+        return refuse(400, format!("unexpected operation {operation:?}: this webhook checks deletions only"));
+    }
+    let Some(mut used) = request.get("oldObject").filter(|o| o.is_object()).cloned() else {
+        return refuse(400, "the DELETE review carries no oldObject".into());
+    };
+    let kind = &request["kind"];
+    super::fill_type(&mut used, kind["group"].as_str().unwrap_or_default(), kind["version"].as_str().unwrap_or_default(), kind["kind"].as_str().unwrap_or_default());
+    let mut found = Vec::new();
+    for (kind, type_name) in usage::kinds() {
+        match kube.list(&kind, None, None).await {
+            Ok(usages) => found.extend(usages.into_iter().map(|u| (u, type_name))),
+            Err(e) => return refuse(500, format!("cannot list {}: {e}", kind.plural)),
+        }
+    }
+    let usages: Vec<(&Value, &str)> = found.iter().map(|(u, t)| (u, *t)).collect();
+    let Some(message) = usage::deletion_refusal(&used, &usages) else {
+        return json!({"uid": uid, "allowed": true});
+    };
+    if request["dryRun"].as_bool() != Some(true) {
+        let policy = request.pointer("/options/propagationPolicy").and_then(Value::as_str).unwrap_or("Background");
+        if let Err(e) = record_attempt(kube, request, &used, policy).await {
+            tracing::info!(error = %e, object = request["name"].as_str().unwrap_or_default(), "cannot record the refused deletion attempt");
+        }
+    }
+    refuse(409, message)
+}
+
+/// Writes the refused deletion's propagation policy on the object, for a Usage that replays
+/// it, unless it already says so.
+async fn record_attempt(kube: &Kube, request: &Value, used: &Value, policy: &str) -> Result<(), ApiError> {
+    let annotations = used.pointer("/metadata/annotations");
+    if annotations.and_then(|a| a.get(usage::ANNOTATION_DELETION_ATTEMPT)).and_then(Value::as_str) == Some(policy) {
+        return Ok(());
+    }
+    let resource = &request["resource"];
+    let namespace = request["namespace"].as_str().filter(|ns| !ns.is_empty());
+    let kind = Kind::new(
+        resource["group"].as_str().unwrap_or_default(),
+        resource["version"].as_str().unwrap_or_default(),
+        request["kind"]["kind"].as_str().unwrap_or_default(),
+        resource["resource"].as_str().unwrap_or_default(),
+        namespace.is_some(),
+    );
+    let name = request["name"].as_str().unwrap_or_default();
+    let patch = json!({"metadata": {"annotations": {usage::ANNOTATION_DELETION_ATTEMPT: policy}}});
+    kube.merge_patch(&kind, namespace, name, &patch).await.map(|_| ())
+}
