@@ -157,3 +157,33 @@ fn usage_protection_is_a_validating_webhook_of_the_controllers() {
     within(Duration::from_secs(10), "cache-config no longer in use", || !in_use(&server, "cache-config"));
     server.kubectl(&["delete", "configmap", "cache-config"]);
 }
+
+/// Runs `oxplane controllers` with `args` against a kubeconfig naming a server nobody listens
+/// on, which must make it exit: its stderr.
+fn controllers_fail(args: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters: [{{name: gone, cluster: {{server: 'https://127.0.0.1:{port}', insecure-skip-tls-verify: true}}}}]\nusers: [{{name: u, user: {{token: t}}}}]\ncontexts: [{{name: c, context: {{cluster: gone, user: u}}}}]\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_oxplane")).arg("controllers").arg("--kubeconfig").arg(&kubeconfig).args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!output.status.success(), "{stderr}");
+    stderr
+}
+
+#[test]
+fn the_controllers_refuse_an_unreachable_api_server_and_an_unreachable_webhook_address() {
+    let stderr = controllers_fail(&[]);
+    assert!(stderr.contains("the API server does not answer"), "{stderr}");
+    // Listening on every interface names no address the API server could be given.
+    let stderr = controllers_fail(&["--webhook-address", "0.0.0.0:0"]);
+    assert!(stderr.contains("--webhook-address 0.0.0.0:0 listens on every interface: give --webhook-host"), "{stderr}");
+    let stderr = controllers_fail(&["--webhook-address", "localhost"]);
+    assert!(stderr.contains("--webhook-address localhost: expected IP:PORT"), "{stderr}");
+}

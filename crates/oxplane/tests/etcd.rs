@@ -3,7 +3,8 @@
 //! serving refuses writes with 503, keeps reads going from the cache, and comes back by itself.
 //! An etcd served over TLS with client certificates is reached with `--etcd-cafile`,
 //! `--etcd-certfile` and `--etcd-keyfile`; a wrong CA or a missing client certificate is a
-//! start-up error naming the endpoint and why.
+//! start-up error naming the endpoint and why; a prefix holding another cluster's data is
+//! refused at start and left as it was.
 
 use crate::support;
 
@@ -75,6 +76,32 @@ fn an_unreachable_etcd_at_start_exits_naming_the_endpoint() {
     let endpoint = format!("http://127.0.0.1:{port}");
     let stderr = fails_at_start(&["--etcd", &endpoint]);
     assert!(stderr.contains(&endpoint) && stderr.contains("unavailable"), "{stderr}");
+}
+
+/// The keys under `prefix` with their values and mod revisions.
+async fn dump(client: &mut etcd_client::Client, prefix: &str) -> Vec<(Vec<u8>, Vec<u8>, i64)> {
+    let response = client.get(prefix, Some(etcd_client::GetOptions::new().with_prefix())).await.unwrap();
+    response.kvs().iter().map(|kv| (kv.key().to_vec(), kv.value().to_vec(), kv.mod_revision())).collect()
+}
+
+#[test]
+fn another_clusters_data_under_the_prefix_is_refused_untouched_at_start() {
+    let cluster = EtcdCluster::shared();
+    let endpoints = cluster.endpoints().join(",");
+    let prefix = testing::unique_prefix("foreign");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut client = runtime.block_on(etcd_client::Client::connect(cluster.endpoints(), None)).unwrap();
+    // What a Kubernetes cluster's API server keeps under its prefix.
+    runtime.block_on(client.put(format!("{prefix}/pods/default/web"), r#"{"kind":"Pod"}"#, None)).unwrap();
+    runtime.block_on(client.put(format!("{prefix}/namespaces/default"), r#"{"kind":"Namespace"}"#, None)).unwrap();
+    let before = runtime.block_on(dump(&mut client, &prefix));
+    let stderr = fails_at_start(&["--etcd", &endpoints, "--etcd-prefix", &prefix]);
+    assert!(
+        stderr.contains(&format!("the etcd prefix {prefix} at {endpoints} is not an oxplane store"))
+            && stderr.contains("refusing to open or modify it"),
+        "{stderr}"
+    );
+    assert_eq!(runtime.block_on(dump(&mut client, &prefix)), before, "the refused prefix was modified");
 }
 
 /// PEM files made here: a CA that signed etcd's serving certificate (127.0.0.1) and a client

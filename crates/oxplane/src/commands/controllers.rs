@@ -47,17 +47,18 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let kube = Kube::connect(&args.kube).await?;
-        kube.client.apiserver_version().await.context("the API server does not answer")?;
         let controllers = Runtime::new(kube.client.clone(), Duration::from_secs(args.watch_grace_period));
         // Serving before the configuration points the API server here, so no deletion finds
         // it unreachable; kept registered when this process stops (failurePolicy Fail, as
         // Crossplane's: protected objects stay protected while nothing can check them).
+        // Started before the API server is asked anything, so a bad address is told first.
         let webhook = if args.webhook_enabled {
             let placement = Placement { listen: args.webhook_address, host: args.webhook_host };
             Some(UsageWebhook::start(controllers.kube.clone(), &placement).await?)
         } else {
             None
         };
+        kube.client.apiserver_version().await.context("the API server does not answer")?;
         let core = Core::start(
             &controllers,
             CoreOptions {

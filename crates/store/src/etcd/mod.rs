@@ -170,7 +170,9 @@ impl EtcdStore {
             .map_err(|_| unavailable(format!("no answer within {:?}", options.request_timeout)))?
             .map_err(|e| match e {
                 marker::ClaimError::Etcd(e) => unavailable(cause(&e)),
-                marker::ClaimError::Foreign(reason) => StoreError::Foreign { path: prefix.clone().into(), reason },
+                marker::ClaimError::Foreign(reason) => {
+                    StoreError::Foreign { path: format!("the etcd prefix {prefix} at {endpoints}").into(), reason }
+                }
             })?;
         let inner = Inner {
             client,
