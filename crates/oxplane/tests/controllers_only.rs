@@ -54,7 +54,10 @@ fn the_getting_started_example_converges_with_controllers_in_another_process() {
     within(Duration::from_secs(60), "the controllers install Crossplane's CRDs", || {
         server.kubectl(&["get", "crds", "-o", "name"]).contains("compositions.apiextensions.crossplane.io")
     });
-    server.kubectl(&["apply", "-f", &example("00-provider.yaml"), "-f", &example("01-functions.yaml")]);
+    // Listed is not yet served: the first apply may find no Provider kind.
+    within(Duration::from_secs(30), "the package kinds served", || {
+        server.kubectl_try(&["apply", "-f", &example("00-provider.yaml"), "-f", &example("01-functions.yaml")], "").is_ok()
+    });
     server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "--timeout=60s"]);
     server.kubectl(&["wait", "--for=condition=Healthy", "function", "--all", "--timeout=60s"]);
     server.kubectl(&["apply", "-f", &example("02-xrd.yaml")]);
@@ -106,7 +109,7 @@ fn usage_protection_is_a_validating_webhook_of_the_controllers() {
     });
     server.kubectl(&["create", "configmap", "db-config", "--from-literal=size=small"]);
     server.kubectl(&["create", "configmap", "cache-config"]);
-    server.apply(&usage("keep-db-config", "db-config"));
+    within(Duration::from_secs(30), "the Usage kind served", || server.kubectl_try(&["apply", "-f", "-"], &usage("keep-db-config", "db-config")).is_ok());
     server.kubectl(&["wait", "--for=condition=Ready", "usage.protection.crossplane.io/keep-db-config", "--timeout=60s"]);
     within(Duration::from_secs(10), "db-config labelled in use", || in_use(&server, "db-config"));
 

@@ -144,12 +144,13 @@ impl EtcdStore {
             connect = connect.with_tls(tls_options);
         }
         // With TLS 1.3 a server refusing a connection without a client certificate may only
-        // close it after the handshake, which the client sees as a bare "connection closed".
+        // drop it after the handshake, which the client sees as a bare "connection closed",
+        // a broken pipe, a reset or a TLS alert, depending on when it next reads or writes.
         let no_client_certificate = options.tls.as_ref().is_some_and(|tls| tls.cert.is_none());
         let unavailable = |cause: String| {
-            let closed = ["connection closed", "CertificateRequired", "canceled"].iter().any(|c| cause.contains(c));
-            let cause = if no_client_certificate && closed {
-                format!("{cause} (no client certificate was given: an etcd that requires one closes the connection)")
+            let dropped = ["connection closed", "canceled", "broken pipe", "BrokenPipe", "reset", "Reset", "alert"];
+            let cause = if no_client_certificate && dropped.iter().any(|c| cause.contains(c)) {
+                format!("{cause} (no client certificate was given: an etcd that requires one drops the connection)")
             } else {
                 cause
             };
