@@ -79,6 +79,24 @@ fn usage(name: &str, config: &str) -> String {
     )
 }
 
+/// POSTs `body` to the webhook at `url` with curl, trusting only `ca_bundle`: status, body.
+fn call_webhook(url: &str, ca_bundle: &str, body: &str) -> (u16, String) {
+    use base64::Engine;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, base64::engine::general_purpose::STANDARD.decode(ca_bundle).unwrap()).unwrap();
+    let output = Command::new("curl")
+        .args(["-sS", "-X", "POST", "-H", "Content-Type: application/json", "--data-binary", body, "-w", "\n%{http_code}", "--cacert"])
+        .arg(&ca)
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap();
+    (code.trim().parse().unwrap(), body.to_string())
+}
+
 fn in_use(server: &Server, config: &str) -> bool {
     server.get(&["configmap", config]).is_some_and(|c| c["metadata"]["labels"]["crossplane.io/in-use"] == "true")
 }
@@ -113,7 +131,12 @@ fn usage_protection_is_a_validating_webhook_of_the_controllers() {
     server.kubectl(&["wait", "--for=condition=Ready", "usage.protection.crossplane.io/keep-db-config", "--timeout=60s"]);
     within(Duration::from_secs(10), "db-config labelled in use", || in_use(&server, "db-config"));
 
-    // The API server has no hook of its own: the webhook refuses, with Crossplane's message.
+    // The API server has no hook of its own: the webhook refuses, with Crossplane's message;
+    // a dry run is refused too and records nothing (sideEffects: None).
+    let refused = server.kubectl_fails(&["delete", "configmap", "db-config", "--dry-run=server"], "");
+    assert!(refused.contains("This resource is in-use by 1 usage(s)"), "{refused}");
+    let kept = server.get(&["configmap", "db-config"]).unwrap();
+    assert!(kept["metadata"]["annotations"]["usage.crossplane.io/deletion-attempt-with-policy"].is_null(), "{kept}");
     let refused = server.kubectl_fails(&["delete", "configmap", "db-config"], "");
     assert!(
         refused.contains(&format!(
@@ -126,6 +149,12 @@ fn usage_protection_is_a_validating_webhook_of_the_controllers() {
     let kept = server.get(&["configmap", "db-config"]).expect("a refused deletion keeps the object");
     assert!(kept["metadata"]["deletionTimestamp"].is_null(), "{kept}");
     assert_eq!(kept["metadata"]["annotations"]["usage.crossplane.io/deletion-attempt-with-policy"], "Foreground");
+    // Called directly (trusting only the caBundle): other operations are refused with 400, and
+    // what is not an AdmissionReview is a bad request.
+    let (status, answer) = call_webhook(url, webhook["clientConfig"]["caBundle"].as_str().unwrap(), r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1","operation":"CREATE","kind":{"group":"","version":"v1","kind":"ConfigMap"},"object":{}}}"#);
+    let answer: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!((status, &answer["response"]["uid"], &answer["response"]["allowed"], &answer["response"]["status"]["code"]), (200, &serde_json::json!("u-1"), &serde_json::json!(false), &serde_json::json!(400)), "{answer}");
+    assert_eq!(call_webhook(url, webhook["clientConfig"]["caBundle"].as_str().unwrap(), "not json").0, 400);
     // Objects not in use are not sent to the webhook at all.
     server.kubectl(&["create", "configmap", "scratch"]);
     server.kubectl(&["delete", "configmap", "scratch"]);
