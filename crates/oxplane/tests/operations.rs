@@ -4,8 +4,9 @@
 //! function without the `operation` capability fails it at once; a CronOperation on
 //! `*/1 * * * *` creates Operations named `<name>-<unix time>` and keeps its history limit (the
 //! schedule's clock runs 60 times faster here, so a minute passes in a second); a
-//! WatchOperation runs once per change of a watched ConfigMap. Without the flag, the kinds
-//! are not served.
+//! WatchOperation runs once per change of a watched ConfigMap; concurrency policies decide
+//! about Operations still running; failures are worded as Crossplane's Operation controller
+//! words them. Without the flag, the kinds are not served.
 
 use crate::support;
 
@@ -58,24 +59,30 @@ spec:
           message: wrote the config
 "#;
 
-const FAILING: &str = r#"
-apiVersion: ops.crossplane.io/v1alpha1
-kind: Operation
-metadata: {name: always-fails}
-spec:
-  mode: Pipeline
-  retryLimit: 2
-  pipeline:
-  - step: fail
-    functionRef: {name: function-dummy}
-    input:
-      apiVersion: dummy.fn.crossplane.io/v1beta1
-      kind: Response
-      response:
-        results:
-        - severity: SEVERITY_FATAL
-          message: the database is read-only
-"#;
+/// An Operation spec whose one step returns a fatal result, retried up to `retry_limit` times,
+/// indented by `indent` spaces.
+fn failing_spec(retry_limit: u32, message: &str, indent: usize) -> String {
+    let spec = format!(
+        "mode: Pipeline
+retryLimit: {retry_limit}
+pipeline:
+- step: fail
+  functionRef: {{name: function-dummy}}
+  input:
+    apiVersion: dummy.fn.crossplane.io/v1beta1
+    kind: Response
+    response:
+      results:
+      - severity: SEVERITY_FATAL
+        message: {message}
+"
+    );
+    spec.lines().map(|line| format!("{:indent$}{line}\n", "")).collect()
+}
+
+fn failing() -> String {
+    format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: Operation\nmetadata: {{name: always-fails}}\nspec:\n{}", failing_spec(2, "the database is read-only", 2))
+}
 
 const NOT_AN_OPERATION_FUNCTION: &str = r#"
 apiVersion: ops.crossplane.io/v1alpha1
@@ -156,7 +163,7 @@ fn operations_run_their_pipeline_once_and_retry_failures() {
     assert!(described.contains("Pipeline step \"write-config\": wrote the config"), "{described}");
 
     // A pipeline that fails: retried until it failed retryLimit times, then it fails for good.
-    server.apply(FAILING);
+    server.apply(&failing());
     within(T, "the Operation fails for good", || {
         server.get(&["operation", "always-fails"]).is_some_and(|o| condition(&o, "Succeeded").is_some_and(|c| c["status"] == "False"))
     });
@@ -298,4 +305,94 @@ fn operations_are_served_only_when_enabled() {
     let server = Server::start();
     let error = server.kubectl_fails(&["get", "operations.ops.crossplane.io"], "");
     assert!(error.contains("the server doesn't have a resource type"), "{error}");
+}
+
+/// An Operation failing before its function runs: a credential Secret that does not exist.
+const MISSING_CREDENTIAL: &str = r#"
+apiVersion: ops.crossplane.io/v1alpha1
+kind: Operation
+metadata: {name: missing-credential}
+spec:
+  mode: Pipeline
+  retryLimit: 1
+  pipeline:
+  - step: write
+    functionRef: {name: function-dummy}
+    credentials:
+    - name: db
+      source: Secret
+      secretRef: {namespace: default, name: absent}
+"#;
+
+/// An Operation's failures are worded as Crossplane's Operation controller words them, never
+/// as a Composition's (`internal/controller/ops/operation/reconciler.go`: `cannot get
+/// operation pipeline step %q credential %q from Secret`, `cannot apply desired resource`).
+#[test]
+fn operation_failures_are_worded_as_crossplanes() {
+    let server = start();
+    server.apply(MISSING_CREDENTIAL);
+    // A desired resource the API server refuses.
+    let invalid = pipeline_writing("Not_A_Name").replacen("mode: Pipeline", "mode: Pipeline\n      retryLimit: 1", 1);
+    server.apply(&format!("apiVersion: ops.crossplane.io/v1alpha1\nkind: Operation\nmetadata: {{name: invalid-resource}}\nspec:{invalid}"));
+    for name in ["missing-credential", "invalid-resource"] {
+        within(T, "the Operation fails for good", || {
+            server.get(&["operation", name]).is_some_and(|o| condition(&o, "Succeeded").is_some_and(|c| c["status"] == "False"))
+        });
+    }
+    let events = |name: &str| -> Vec<(String, String)> {
+        items(&server, &["events", "--field-selector", &format!("involvedObject.name={name}")])
+            .iter()
+            .map(|e| (e["reason"].as_str().unwrap_or_default().to_string(), e["message"].as_str().unwrap_or_default().to_string()))
+            .collect()
+    };
+    let credential = events("missing-credential");
+    assert!(
+        credential.contains(&(
+            "FunctionInvocation".to_string(),
+            r#"cannot get operation pipeline step "write" credential "db" from Secret: secrets "absent" not found"#.to_string()
+        )),
+        "{credential:?}"
+    );
+    let invalid = events("invalid-resource");
+    assert!(
+        invalid.iter().any(|(reason, message)| reason == "InvalidResource"
+            && message.starts_with(r#"cannot apply desired resource: ConfigMap "Not_A_Name" is invalid: metadata.name: Invalid value: "Not_A_Name""#)),
+        "{invalid:?}"
+    );
+    for name in ["missing-credential", "invalid-resource"] {
+        let op = server.get(&["operation", name]).unwrap();
+        let said = format!("{:?} {op}", events(name));
+        assert!(!said.contains("Composition"), "{said}");
+    }
+}
+
+/// A CronOperation every minute whose Operations never finish (a fatal result, retried up to
+/// 1000 times), under `policy`.
+fn never_finishing(name: &str, policy: &str) -> String {
+    format!(
+        "apiVersion: ops.crossplane.io/v1alpha1\nkind: CronOperation\nmetadata: {{name: {name}}}\nspec:\n  schedule: \"*/1 * * * *\"\n  concurrencyPolicy: {policy}\n  operationTemplate:\n    spec:\n{}",
+        failing_spec(1000, "still busy", 6)
+    )
+}
+
+/// `concurrencyPolicy` with Operations still running at the next scheduled time: `Allow` runs
+/// the next beside them, `Forbid` skips it, `Replace` deletes the running one first.
+#[test]
+fn cron_concurrency_policies_decide_about_running_operations() {
+    let server = start();
+    for (name, policy) in [("allow", "Allow"), ("forbid", "Forbid"), ("replace", "Replace")] {
+        server.apply(&never_finishing(name, policy));
+    }
+    let of = |name: &str| names(&items(&server, &["operations", "-l", &format!("ops.crossplane.io/cronoperation={name}")]));
+    let mut replaced = BTreeSet::new();
+    within(T, "three runs beside each other, and two replaced", || {
+        let current = of("replace");
+        assert!(current.len() <= 1, "Replace keeps one running Operation: {current:?}");
+        replaced.extend(current);
+        of("allow").len() >= 3 && replaced.len() >= 2
+    });
+    let forbidden = of("forbid");
+    assert_eq!(forbidden.len(), 1, "Forbid runs nothing beside a running Operation: {forbidden:?}");
+    let running = server.get(&["operation", forbidden.iter().next().unwrap()]).unwrap();
+    assert!(!is_true(&running, "Succeeded"), "{running:#}");
 }

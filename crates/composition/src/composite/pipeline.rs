@@ -143,19 +143,30 @@ pub trait PipelineEnv: Send + Sync {
     async fn schema(&self, _selector: &SchemaSelector) -> Result<Schema, String> {
         Ok(Schema::default())
     }
-    /// The message of a step whose function could not answer.
-    fn step_failed(&self, step: &str, error: &str) -> String {
-        format!("cannot run Composition pipeline step {step:?}: {error}")
-    }
+    /// The message of a step whose function could not answer (or whose requirements never
+    /// settled).
+    fn step_failed(&self, step: &str, error: &str) -> String;
 }
 
-/// The cluster as a pipeline sees it from the XR controller: installed Functions, Secrets and
+/// Whose pipeline runs: Crossplane words a step's failures differently for a Composition's
+/// pipeline and an Operation's, and users search for those words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipelineOf {
+    /// A Composition's, run by the XR controller (and `oxplane diff`).
+    Composition,
+    /// An Operation's, run by the Operation controller.
+    Operation,
+}
+
+/// The cluster as a pipeline sees it from a controller: installed Functions, Secrets and
 /// objects read through the runtime's client.
 pub struct Live<'a> {
     /// The runtime.
     pub runtime: &'a Runtime,
     /// The installed functions.
     pub functions: &'a FunctionRegistry,
+    /// Whose pipeline this is, for the wording of its failures.
+    pub of: PipelineOf,
 }
 
 #[async_trait::async_trait]
@@ -167,15 +178,22 @@ impl PipelineEnv for Live<'_> {
             // object installed it), so what users search for matches.
             None => {
                 let cause = why_not_callable(self.runtime, name).await;
-                Err(format!(
-                    "cannot run Composition pipeline step {step:?}: cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): {cause}"
+                Err(self.step_failed(
+                    step,
+                    &format!(
+                        "cannot get gRPC client connection for Function {name:?}: cannot find an active FunctionRevision (a FunctionRevision with spec.desiredState: Active): {cause}"
+                    ),
                 ))
             }
         }
     }
 
     async fn credential(&self, step: &str, credential: &str, namespace: &str, secret: &str) -> Result<BTreeMap<String, Vec<u8>>, String> {
-        let cannot = |e: &dyn std::fmt::Display| format!("cannot get Composition pipeline step {step:?} credential {credential:?} from Secret: {e}");
+        let pipeline = match self.of {
+            PipelineOf::Composition => "Composition",
+            PipelineOf::Operation => "operation",
+        };
+        let cannot = |e: &dyn std::fmt::Display| format!("cannot get {pipeline} pipeline step {step:?} credential {credential:?} from Secret: {e}");
         connection::read_secret(&self.runtime.kube, namespace, secret)
             .await
             .map_err(|e| cannot(&e))?
@@ -184,6 +202,15 @@ impl PipelineEnv for Live<'_> {
 
     async fn resources(&self, selector: &ResourceSelector) -> Result<Resources, String> {
         fetch(self.runtime, selector).await
+    }
+
+    /// Crossplane's XR controller says `cannot run Composition pipeline step`, its Operation
+    /// controller `failed to invoke pipeline step`.
+    fn step_failed(&self, step: &str, error: &str) -> String {
+        match self.of {
+            PipelineOf::Composition => format!("cannot run Composition pipeline step {step:?}: {error}"),
+            PipelineOf::Operation => format!("failed to invoke pipeline step {step:?}: {error}"),
+        }
     }
 
     /// From the API server's OpenAPI v3 document of the group-version, as Crossplane reads
@@ -310,9 +337,9 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
                 break response;
             }
             if calls > MAX_REQUIREMENT_ITERATIONS {
-                return Err(format!(
-                    "cannot run Composition pipeline step {:?}: requirements didn't stabilize after the maximum number of iterations ({MAX_REQUIREMENT_ITERATIONS})",
-                    step.name
+                return Err(env.step_failed(
+                    &step.name,
+                    &format!("requirements didn't stabilize after the maximum number of iterations ({MAX_REQUIREMENT_ITERATIONS})"),
                 ));
             }
             let mut fetched = BTreeMap::new();

@@ -307,7 +307,7 @@ async fn compose_plan(
     let steps = steps_of(&revision).map_err(|e| format!("cannot compose resources: {e}"))?;
     let nothing_cached = |_: &Gvk, _: &ObjectKey| None;
     let (observed, observed_objects) = observe(runtime, xr_type, xr, &nothing_cached).await.map_err(|e| format!("cannot compose resources: {e}"))?;
-    let env = pipeline::Live { runtime, functions };
+    let env = pipeline::Live { runtime, functions, of: pipeline::PipelineOf::Composition };
     let outcome = pipeline::run(&env, &steps, observed, json!({})).await.map_err(|e| format!("cannot compose resources: {e}"))?;
     if let Some(fatal) = outcome.fatal {
         return Err(format!("cannot compose resources: {fatal}"));

@@ -339,7 +339,7 @@ impl XrReconciler {
 
         let steps = steps_of(&revision).map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
         let (observed, observed_objects) = self.observe(xr).await.map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
-        let env = pipeline::Live { runtime, functions: &self.functions };
+        let env = pipeline::Live { runtime, functions: &self.functions, of: pipeline::PipelineOf::Composition };
         let outcome = pipeline::run(&env, &steps, observed, json!({}))
             .await
             .map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;

@@ -25,7 +25,7 @@ use super::{
     ANNOTATION_WATCHED_API_VERSION, ANNOTATION_WATCHED_KIND, ANNOTATION_WATCHED_NAME, ANNOTATION_WATCHED_NAMESPACE, REQUIREMENT_WATCHED_RESOURCE,
     operation_kind,
 };
-use crate::composite::pipeline::{self, Step};
+use crate::composite::pipeline::{self, PipelineOf, Step};
 use crate::packages::{FunctionRegistry, function_revision_kind};
 
 /// Resources an Operation applies are owned by `ops.crossplane.io/operation/<uid>`.
@@ -200,7 +200,7 @@ impl Reconciler for OperationReconciler {
         }
         conditions::set(&mut operation, Condition::new("ValidPipeline", "True", "ValidPipeline"));
 
-        let env = pipeline::Live { runtime: &self.runtime, functions: &self.functions };
+        let env = pipeline::Live { runtime: &self.runtime, functions: &self.functions, of: PipelineOf::Operation };
         let outcome = match pipeline::run(&env, &steps, State::default(), json!({})).await {
             Ok(outcome) => outcome,
             Err(error) => return self.fail_attempt(operation, "FunctionInvocation", error).await,
@@ -230,10 +230,11 @@ impl Reconciler for OperationReconciler {
         for (name, desired) in &outcome.desired.resources {
             let resource = &desired.resource;
             let applied = match Gvk::of(resource) {
-                None => Err(format!("cannot apply desired resource {name:?}: it has no apiVersion and kind")),
+                // Crossplane's prefix; the API server's errors after it name the object.
+                None => Err(format!("cannot apply desired resource: desired resource {name:?} has no apiVersion and kind")),
                 Some(gvk) => match self.runtime.watches.kinds().resolve(&gvk).await {
-                    Err(error) => Err(format!("cannot apply desired resource {name:?}: {error}")),
-                    Ok(kind) => kube.apply(&kind, resource, &manager, true).await.map_err(|e| format!("cannot apply desired resource {name:?}: {e}")),
+                    Err(error) => Err(format!("cannot apply desired resource: {error}")),
+                    Ok(kind) => kube.apply(&kind, resource, &manager, true).await.map_err(|e| format!("cannot apply desired resource: {e}")),
                 },
             };
             match applied {
