@@ -147,7 +147,13 @@ pub fn chart_objects() -> Vec<(Kind, Value)> {
             labels(&["view"]),
             vec![core(&["events", "namespaces"], read), groups(read), json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": read})],
         ),
-        base("crossplane:aggregate-to-browse", labels(&["browse"]), vec![core(&["events"], read), groups(read)]),
+        // Browsers see compositions and XRDs (to pick one for a claim), nothing else of
+        // Crossplane's: not packages, Usages or Operations.
+        base(
+            "crossplane:aggregate-to-browse",
+            labels(&["browse"]),
+            vec![core(&["events"], read), json!({"apiGroups": ["apiextensions.crossplane.io"], "resources": ["*"], "verbs": read})],
+        ),
     ]);
     let mut all: Vec<(Kind, Value)> = objects.into_iter().map(|o| (cluster_role_kind(), o)).collect();
     all.push((

@@ -1,7 +1,8 @@
 //! RBAC end to end with the real kubectl: alice, with a client certificate (group `app-team`)
 //! and a RoleBinding to `edit` in `team-a` made by `kubectl create rolebinding` (a protobuf
 //! body), may write there and is refused, in Kubernetes' words, in `team-b` and at the cluster
-//! scope; `kubectl auth can-i` (and `--list`, `--as`) answers the same.
+//! scope; `kubectl auth can-i` (and `--list`, `--as`) answers the same. Crossplane's chart
+//! roles give users bound to them what Crossplane's chart gives, Operations included.
 
 use std::process::Command;
 
@@ -70,4 +71,50 @@ fn alice_edits_her_namespace_and_is_refused_elsewhere() {
     assert!(own.lines().any(|l| l.starts_with("selfsubjectaccessreviews.authorization.k8s.io")), "{own}");
     let out = server.kubectl_command(&["auth", "can-i", "create", "configmaps", "-n", "team-b", "--as", "alice"]).output().unwrap();
     assert_eq!((out.status.success(), String::from_utf8_lossy(&out.stdout).trim()), (false, "no"));
+}
+
+/// The chart's roles, asked with `kubectl auth can-i` as a user bound to each (Crossplane's
+/// `rbac-manager-managed-clusterroles.yaml` and `clusterrole.yaml`): admins and editors may do
+/// everything with Crossplane's kinds, Operations included, viewers only read them, browsers
+/// see only compositions and XRDs, and the core's own `crossplane` role may do everything.
+#[test]
+fn crossplanes_roles_cover_operations_as_its_chart_does() {
+    let server = Server::start_with(&["--enable-operations"]);
+    let roles = ["crossplane-admin", "crossplane-edit", "crossplane-view", "crossplane-browse", "crossplane"];
+    for role in roles {
+        server.kubectl(&["create", "clusterrolebinding", &format!("{role}-user"), &format!("--clusterrole={role}"), &format!("--user={role}-user")]);
+    }
+    let can = |verb: &str, resource: &str, user: &str| {
+        let out = server.kubectl_command(&["auth", "can-i", verb, resource, "--as", user]).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).trim().to_string(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    // The core installs the roles as it starts, and the aggregation controller fills them.
+    crate::support::within(std::time::Duration::from_secs(60), "the chart's roles to be aggregated", || {
+        can("create", "operations.ops.crossplane.io", "crossplane-admin-user").0 && can("list", "compositions.apiextensions.crossplane.io", "crossplane-browse-user").0
+    });
+    // (verb, resource, [admin, edit, view, browse, crossplane])
+    let table: &[(&str, &str, [bool; 5])] = &[
+        ("create", "operations.ops.crossplane.io", [true, true, false, false, true]),
+        ("delete", "cronoperations.ops.crossplane.io", [true, true, false, false, true]),
+        ("update", "watchoperations.ops.crossplane.io", [true, true, false, false, true]),
+        ("list", "operations.ops.crossplane.io", [true, true, true, false, true]),
+        ("watch", "watchoperations.ops.crossplane.io", [true, true, true, false, true]),
+        ("get", "cronoperations.ops.crossplane.io", [true, true, true, false, true]),
+        ("create", "usages.protection.crossplane.io", [true, true, false, false, true]),
+        ("list", "providers.pkg.crossplane.io", [true, true, true, false, true]),
+        ("list", "compositions.apiextensions.crossplane.io", [true, true, true, true, true]),
+        ("create", "compositions.apiextensions.crossplane.io", [true, true, false, false, true]),
+        ("create", "clusterrolebindings.rbac.authorization.k8s.io", [true, false, false, false, false]),
+    ];
+    let mut wrong = Vec::new();
+    for (verb, resource, expected) in table {
+        for (role, allowed) in roles.iter().zip(expected) {
+            let (ok, answer, stderr) = can(verb, resource, &format!("{role}-user"));
+            let want = if *allowed { "yes" } else { "no" };
+            if answer != want || ok != *allowed {
+                wrong.push(format!("{role}: can-i {verb} {resource}: {answer} (want {want}) {stderr}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
