@@ -38,6 +38,9 @@ pub enum CoreError {
     /// Crossplane's RBAC roles could not be applied.
     #[error("cannot apply Crossplane's RBAC roles: {0}")]
     Rbac(ApiError),
+    /// The `default` DeploymentRuntimeConfig could not be created.
+    #[error("cannot create the default DeploymentRuntimeConfig: {0}")]
+    RuntimeConfig(ApiError),
     /// A Provider asked for at start could not be created.
     #[error("cannot create Provider {name}: {error}")]
     Provider {
@@ -98,6 +101,7 @@ impl Core {
     pub async fn start(runtime: &Runtime, options: CoreOptions) -> Result<Core, CoreError> {
         install_core_crds(runtime).await?;
         crate::rbac::install_chart_roles(runtime).await.map_err(CoreError::Rbac)?;
+        install_default_runtime_config(runtime).await?;
         let functions = FunctionRegistry::new();
         let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers));
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
@@ -158,6 +162,19 @@ impl Core {
         if let Some(operations) = &self.operations {
             operations.stop();
         }
+    }
+}
+
+/// Creates the empty DeploymentRuntimeConfig `default` unless it exists, as Crossplane's
+/// `core init` does: every Provider's and Function's `runtimeConfigRef` defaults to it. A user's
+/// own `default` is left as it is.
+pub async fn install_default_runtime_config(runtime: &Runtime) -> Result<(), CoreError> {
+    let kind = oxplane_runtime::kinds::Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false);
+    let config = json!({"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "metadata": {"name": "default"}});
+    match runtime.kube.create(&kind, &config).await {
+        Ok(_) => Ok(()),
+        Err(error) if error.is_already_exists() => Ok(()),
+        Err(error) => Err(CoreError::RuntimeConfig(error)),
     }
 }
 

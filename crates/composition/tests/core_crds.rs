@@ -136,7 +136,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         ("apiextensions.crossplane.io/v2", "compositeresourcedefinitions", &["xrd", "xrds"], &["crossplane"], false),
         ("apiextensions.crossplane.io/v1", "compositions", &["comp"], &["crossplane"], false),
         ("apiextensions.crossplane.io/v1", "compositionrevisions", &["comprev"], &["crossplane"], false),
-        ("apiextensions.crossplane.io/v1beta1", "environmentconfigs", &["envcfg"], &[], false),
+        ("apiextensions.crossplane.io/v1beta1", "environmentconfigs", &["envcfg"], &["crossplane"], false),
         ("apiextensions.crossplane.io/v1alpha1", "usages", &[], &["crossplane"], false),
         ("apiextensions.crossplane.io/v1beta1", "usages", &[], &["crossplane"], false),
         ("protection.crossplane.io/v1beta1", "usages", &[], &["crossplane"], true),
@@ -179,6 +179,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         "compositeresourcedefinitions.apiextensions.crossplane.io",
         "compositions.apiextensions.crossplane.io",
         "compositionrevisions.apiextensions.crossplane.io",
+        "environmentconfigs.apiextensions.crossplane.io",
         "usages.apiextensions.crossplane.io",
         "usages.protection.crossplane.io",
         "clusterusages.protection.crossplane.io",
@@ -359,6 +360,10 @@ async fn xrds_default_by_version_and_reject_what_each_version_forbids() {
     assert_eq!(added.data["spec"]["claimNames"]["kind"], "MySQL");
     let rename = Patch::Merge(json!({"spec": {"claimNames": {"kind": "MyDB"}}}));
     let result = v1_api.patch("xmysqls.database.example.org", &PatchParams::default(), &rename).await;
+    let message = invalid(result.map(|o| serde_json::to_value(o).unwrap()));
+    assert!(message.contains("spec.claimNames: Invalid value: \"object\": Value is immutable"), "{message}");
+    let remove = Patch::Merge(json!({"spec": {"claimNames": null}}));
+    let result = v1_api.patch("xmysqls.database.example.org", &PatchParams::default(), &remove).await;
     let message = invalid(result.map(|o| serde_json::to_value(o).unwrap()));
     assert!(message.contains("claimNames may be added but not changed or removed"), "{message}");
 
@@ -737,10 +742,12 @@ spec:
             "packagePullPolicy": "IfNotPresent",
             "ignoreCrossplaneConstraints": false,
             "skipDependencyResolution": false,
+            "runtimeConfigRef": {"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "name": "default"},
         })
     );
-    let message = invalid(plane.create("providers", &provider.replace("  package:", "  revisionActivationPolicy: Sometimes\n  package:")).await);
-    assert!(message.contains(r#"spec.revisionActivationPolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual""#), "{message}");
+    // Crossplane's CRD has no enum for the activation policy.
+    let other = provider.replace("name: provider-aws-s3", "name: provider-other").replace("  package:", "  revisionActivationPolicy: Sometimes\n  package:");
+    assert_eq!(plane.create("providers", &other).await.unwrap()["spec"]["revisionActivationPolicy"], "Sometimes");
     let providers = plane.api("pkg.crossplane.io/v1", "Provider", "providers", false);
     let status = json!({
         "conditions": [condition("Installed", "True", "ActivePackageRevision"), condition("Healthy", "True", "HealthyPackageRevision")],
@@ -770,8 +777,9 @@ spec:
 "#;
     let created = plane.create("providerrevisions", revision).await.unwrap();
     assert_eq!(created["spec"]["packagePullPolicy"], "IfNotPresent");
-    let message = invalid(plane.create("providerrevisions", &revision.replace("desiredState: Active", "desiredState: Paused")).await);
-    assert!(message.contains(r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#), "{message}");
+    assert_eq!(created["spec"]["runtimeConfigRef"], json!({"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "name": "default"}));
+    let message = invalid(plane.create("providerrevisions", &revision.replace("  desiredState: Active\n", "")).await);
+    assert!(message.contains("spec.desiredState: Required value"), "{message}");
     let revisions = plane.api("pkg.crossplane.io/v1", "ProviderRevision", "providerrevisions", false);
     let status = json!({
         "conditions": [condition("RevisionHealthy", "True", "HealthyPackageRevision"), condition("RuntimeHealthy", "True", "HealthyPackageRevision"),
@@ -805,7 +813,7 @@ spec:
     let read = serde_json::to_value(functions.get("function-patch-and-transform").await.unwrap()).unwrap();
     assert_eq!(read["apiVersion"], "pkg.crossplane.io/v1");
     assert_eq!(read["spec"]["revisionActivationPolicy"], "Manual");
-    assert_eq!(read["spec"]["runtimeConfigRef"], json!({"name": "debug"}));
+    assert_eq!(read["spec"]["runtimeConfigRef"], json!({"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "name": "debug"}));
     assert_eq!(read["spec"]["revisionHistoryLimit"], 1);
 
     // A FunctionRevision reports where its gRPC server listens.
@@ -932,13 +940,13 @@ async fn every_kind_rejects_what_crossplanes_crds_reject() {
         ),
         // Packages
         ("providers", package("Provider", "  revisionHistoryLimit: 1\n"), "spec.package: Required value"),
-        ("providers", package("Provider", "  package: xpkg.crossplane.io/p:v1\n  revisionActivationPolicy: Sometimes\n"), r#"spec.revisionActivationPolicy: Unsupported value: "Sometimes": supported values: "Automatic", "Manual""#),
+        ("providers", package("Provider", "  package: xpkg.crossplane.io/p:v1\n  runtimeConfigRef: {kind: DeploymentRuntimeConfig}\n"), "spec.runtimeConfigRef.name: Required value"),
         ("functions", package("Function", "  packagePullPolicy: Always\n"), "spec.package: Required value"),
         ("configurations", package("Configuration", "  revisionHistoryLimit: 1\n"), "spec.package: Required value"),
         (
             "providerrevisions",
-            "apiVersion: pkg.crossplane.io/v1\nkind: ProviderRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/p:v1\n  revision: 1\n  desiredState: Paused\n".into(),
-            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+            "apiVersion: pkg.crossplane.io/v1\nkind: ProviderRevision\nmetadata:\n  name: r\nspec:\n  revision: 1\n  desiredState: Active\n".into(),
+            "spec.image: Required value",
         ),
         (
             "environmentconfigs",
@@ -947,13 +955,13 @@ async fn every_kind_rejects_what_crossplanes_crds_reject() {
         ),
         (
             "functionrevisions",
-            "apiVersion: pkg.crossplane.io/v1\nkind: FunctionRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/f:v1\n  revision: 1\n  desiredState: Paused\n".into(),
-            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+            "apiVersion: pkg.crossplane.io/v1\nkind: FunctionRevision\nmetadata:\n  name: r\nspec:\n  revision: 1\n  desiredState: Active\n".into(),
+            "spec.image: Required value",
         ),
         (
             "configurationrevisions",
-            "apiVersion: pkg.crossplane.io/v1\nkind: ConfigurationRevision\nmetadata:\n  name: r\nspec:\n  image: xpkg.crossplane.io/c:v1\n  revision: 1\n  desiredState: Paused\n".into(),
-            r#"spec.desiredState: Unsupported value: "Paused": supported values: "Active", "Inactive""#,
+            "apiVersion: pkg.crossplane.io/v1\nkind: ConfigurationRevision\nmetadata:\n  name: r\nspec:\n  revision: 1\n  desiredState: Active\n".into(),
+            "spec.image: Required value",
         ),
         (
             "deploymentruntimeconfigs",

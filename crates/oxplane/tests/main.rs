@@ -10,6 +10,7 @@ mod composition;
 mod configurations;
 mod conversion_webhooks;
 mod conformance;
+mod crossplane_crds;
 mod controllers_only;
 mod deletion;
 mod diff;
