@@ -159,3 +159,91 @@ fn bad_packages_leave_conditions_naming_the_cause_and_install_nothing() {
         assert!(revision["status"]["objectRefs"].as_array().is_none_or(Vec::is_empty), "{revision}");
     }
 }
+
+/// Builds the getting-started package with the Composition's `medium` size mapped to
+/// `database_size`, pushes it as `reference`; returns its digest.
+fn push_getting_started(reference: &str, database_size: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("package");
+    std::fs::create_dir_all(root.join("apis")).unwrap();
+    std::fs::copy(example("getting-started-package/crossplane.yaml"), root.join("crossplane.yaml")).unwrap();
+    std::fs::copy(example("getting-started/02-xrd.yaml"), root.join("apis/xrd.yaml")).unwrap();
+    let composition = std::fs::read_to_string(example("getting-started/03-composition.yaml")).unwrap();
+    std::fs::write(root.join("apis/composition.yaml"), composition.replace("medium: db.t3.medium", &format!("medium: {database_size}"))).unwrap();
+    let file = dir.path().join("p.xpkg");
+    assert!(oxplane(&["xpkg", "build", "-f", root.to_str().unwrap(), "-o", file.to_str().unwrap()]).status.success());
+    let pushed = oxplane(&["xpkg", "push", reference, "-f", file.to_str().unwrap()]);
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    oxplane_xpkg::layout::read(&file).unwrap().digest()
+}
+
+fn revision_of(name: &str, digest: &str) -> String {
+    format!("{name}-{}", &digest["sha256:".len().."sha256:".len() + 12])
+}
+
+#[test]
+fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
+    let registry = Registry::shared();
+    let v1 = format!("{}/platform/upgrades:v0.1.0", registry.host);
+    let v2 = format!("{}/platform/upgrades:v0.2.0", registry.host);
+    let digest1 = push_getting_started(&v1, "db.t3.medium");
+    let digest2 = push_getting_started(&v2, "db.t3.xlarge");
+    let (first, second) = (revision_of("upgrades", &digest1), revision_of("upgrades", &digest2));
+
+    let server = Server::start();
+    server.kubectl(&["apply", "-f", &example("getting-started/00-provider.yaml"), "-f", &example("getting-started/01-functions.yaml")]);
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("upgrades", &v1));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/upgrades", "--timeout=90s"]);
+    // The meta object's annotations are on the revision.
+    let revision = server.get(&["configurationrevision", &first]).unwrap();
+    assert_eq!(revision["metadata"]["annotations"]["meta.crossplane.io/maintainer"], "oxplane examples");
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/apps.example.org", "--timeout=60s"]);
+    server.kubectl(&["apply", "-f", &example("getting-started/04-app.yaml")]);
+    server.kubectl(&["wait", "--for=condition=Ready", "app/my-app", "--timeout=60s"]);
+
+    // Version 2 under Manual activation: a new revision, inactive; nothing changes yet.
+    server.kubectl(&["patch", "configuration", "upgrades", "--type=merge", "-p",
+        &format!("{{\"spec\":{{\"package\":\"{v2}\",\"revisionActivationPolicy\":\"Manual\"}}}}")]);
+    let installed = wait_condition(&server, "configuration/upgrades", "Installed", |c| c["reason"] == "InactivePackageRevision");
+    assert_eq!((installed["status"].as_str(), installed["message"].as_str()), (Some("False"), Some("Package is inactive")));
+    let states = |server: &Server| -> Vec<(String, String, i64)> {
+        let mut out: Vec<(String, String, i64)> = server.get(&["configurationrevisions"]).unwrap()["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["metadata"]["name"].as_str().unwrap().to_string(), r["spec"]["desiredState"].as_str().unwrap().to_string(), r["spec"]["revision"].as_i64().unwrap()))
+            .collect();
+        out.sort_by_key(|s| s.2);
+        out
+    };
+    within(Duration::from_secs(30), "both revisions inactive", || {
+        states(&server) == [(first.clone(), "Inactive".to_string(), 1), (second.clone(), "Inactive".to_string(), 2)]
+    });
+    let composition = server.get(&["composition", "apps"]).unwrap();
+    assert!(composition.to_string().contains("db.t3.medium"), "the Composition stays at version 1 while nothing is active");
+
+    // Activated by hand, version 2 takes control and the App follows its Composition.
+    server.kubectl(&["patch", "configurationrevision", &second, "--type=merge", "-p", "{\"spec\":{\"desiredState\":\"Active\"}}"]);
+    within(Duration::from_secs(60), "the Composition at version 2", || server.get(&["composition", "apps"]).unwrap().to_string().contains("db.t3.xlarge"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/upgrades", "--timeout=60s"]);
+    let owners = server.get(&["composition", "apps"]).unwrap()["metadata"]["ownerReferences"].clone();
+    let controllers: Vec<&str> = owners.as_array().unwrap().iter().filter(|o| o["controller"] == true).map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(controllers, [second.as_str()], "{owners}");
+    within(Duration::from_secs(60), "the App composed by version 2", || server.get(&["app", "my-app"]).unwrap()["status"]["databaseSize"] == "db.t3.xlarge");
+
+    // Back to version 1, automatically: its revision is active again and numbered highest;
+    // with revisionHistoryLimit 1 both revisions are kept.
+    server.kubectl(&["patch", "configuration", "upgrades", "--type=merge", "-p",
+        &format!("{{\"spec\":{{\"package\":\"{v1}\",\"revisionActivationPolicy\":\"Automatic\"}}}}")]);
+    within(Duration::from_secs(60), "version 1 active again", || {
+        states(&server) == [(second.clone(), "Inactive".to_string(), 2), (first.clone(), "Active".to_string(), 3)]
+    });
+    within(Duration::from_secs(60), "the App composed by version 1", || server.get(&["app", "my-app"]).unwrap()["status"]["databaseSize"] == "db.t3.medium");
+
+    // Deleting the Configuration removes its revisions and what they installed.
+    server.kubectl(&["delete", "app", "my-app", "-n", "default", "--timeout=60s"]);
+    server.kubectl(&["delete", "configuration", "upgrades", "--timeout=60s"]);
+    within(Duration::from_secs(60), "the XRD and Composition gone", || server.get(&["xrd", "apps.example.org"]).is_none() && server.get(&["composition", "apps"]).is_none());
+    // (An empty list is printed as nothing with --ignore-not-found.)
+    within(Duration::from_secs(30), "the revisions gone", || server.get(&["configurationrevisions"]).is_none_or(|l| l["items"].as_array().is_none_or(Vec::is_empty)));
+}

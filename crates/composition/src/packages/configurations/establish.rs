@@ -1,8 +1,8 @@
 //! Installing the objects a revision's package holds, as Crossplane's establisher does: an
 //! active revision creates what is missing and takes control of what exists (owner
 //! references: the revision as controller, the package beside it, so the garbage collector
-//! removes an object once both are gone), an inactive one only updates what exists and keeps a
-//! plain owner reference. `commonLabels` and `commonAnnotations` are merged into every object.
+//! removes an object once both are gone), an inactive one creates nothing and changes nothing
+//! but adds a plain owner reference to what exists. `commonLabels` and `commonAnnotations` are merged into every object.
 
 use oxplane_runtime::client::Kube;
 use oxplane_runtime::kinds::Kind;
@@ -115,7 +115,7 @@ async fn establish_once(kube: &Kube, package: &Value, revision: &Value, sibling_
                 references.push(object::owner_reference(package, false, true));
             }
             let mut metadata: Map<String, Value> = existing.get("metadata").and_then(Value::as_object).cloned().unwrap_or_default();
-            for field in ["labels", "annotations"] {
+            for field in ["labels", "annotations"].into_iter().filter(|_| control) {
                 if let Some(values) = desired.pointer(&format!("/metadata/{field}")).and_then(Value::as_object) {
                     let map = metadata.entry(field).or_insert_with(|| json!({}));
                     if let Some(map) = map.as_object_mut() {
@@ -124,7 +124,8 @@ async fn establish_once(kube: &Kube, package: &Value, revision: &Value, sibling_
                 }
             }
             metadata.insert("ownerReferences".into(), Value::Array(references));
-            let mut updated = desired.clone();
+            // An inactive revision changes nothing of the object but its owner references.
+            let mut updated = if control { desired.clone() } else { existing.clone() };
             updated["metadata"] = Value::Object(metadata);
             if updated == existing {
                 existing

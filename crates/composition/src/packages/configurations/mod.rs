@@ -215,7 +215,8 @@ impl ConfigurationReconciler {
     }
 
     /// The revision's work: parse and check the package, resolve its dependencies, install
-    /// its objects (an inactive revision only updates what exists), record `objectRefs`.
+    /// its objects (an inactive revision only adds itself as an owner of what exists), record
+    /// `objectRefs`.
     async fn install(&self, package: &Value, revision: &mut Value, siblings: &[String], image: &oxplane_xpkg::Image, active: bool) -> Result<(), Unhealthy> {
         let stream = image.package_yaml().map_err(|e| Unhealthy(format!("cannot get package: {e}")))?;
         let parsed = oxplane_xpkg::meta::parse(&stream).map_err(|e| Unhealthy(format!("cannot parse package: {e}")))?;
@@ -223,6 +224,7 @@ impl ConfigurationReconciler {
             return Err(Unhealthy(format!("validating package contents failed: package meta type is not Configuration (it is a {})", parsed.package_type.kind())));
         }
         parsed.check_kinds().map_err(|e| Unhealthy(format!("validating package contents failed: {e}")))?;
+        self.copy_meta_metadata(revision, &parsed.meta).await.map_err(|e| Unhealthy(format!("cannot update package revision: {e}")))?;
         if revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) != Some(true) {
             self.resolve_dependencies(revision, &parsed.meta).await?;
         }
@@ -237,6 +239,27 @@ impl ConfigurationReconciler {
         }
         establish::sort_refs(&mut refs);
         object::set_status_field(revision, "objectRefs", Value::Array(refs));
+        Ok(())
+    }
+
+    /// The meta object's labels and annotations go onto the revision, as Crossplane copies
+    /// them (e.g. `meta.crossplane.io/maintainer`).
+    async fn copy_meta_metadata(&self, revision: &mut Value, meta: &Value) -> Result<(), oxplane_runtime::client::ApiError> {
+        let mut patch = json!({});
+        for field in ["labels", "annotations"] {
+            for (key, value) in meta.pointer(&format!("/metadata/{field}")).and_then(Value::as_object).into_iter().flatten() {
+                if revision.pointer(&format!("/metadata/{field}")).and_then(|m| m.get(key)) != Some(value) {
+                    patch["metadata"][field][key] = value.clone();
+                }
+            }
+        }
+        if patch.get("metadata").is_none() {
+            return Ok(());
+        }
+        let saved = self.kube.merge_patch(&configuration_revision_kind(), None, object::name(revision).unwrap_or_default(), &patch).await?;
+        if let Some(metadata) = saved.get("metadata") {
+            revision["metadata"] = metadata.clone();
+        }
         Ok(())
     }
 
