@@ -132,6 +132,18 @@ fn bad_packages_leave_conditions_naming_the_cause_and_install_nothing() {
     );
     assert!(server.get(&["crd", "things.example.org"]).is_none());
 
+    // packagePullPolicy Never: the package just pulled for "foreign" is read from the cache
+    // (and refused for the same reason); one never pulled is not in it.
+    let never = |name: &str, package: &str| format!("{}  packagePullPolicy: Never\n", configuration(name, package));
+    server.kubectl_stdin(&["apply", "-f", "-"], &never("foreign-cached", &foreign));
+    let healthy = wait_condition(&server, "configuration/foreign-cached", "Healthy", |c| c["status"] == "False");
+    assert!(healthy["message"].as_str().unwrap().ends_with("may not contain CustomResourceDefinition.apiextensions.k8s.io \"things.example.org\""), "{healthy}");
+    let unpulled = format!("{}/platform/unpulled:v0.1.0", registry.host);
+    push_stream(&unpulled, "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: unpulled}\n");
+    server.kubectl_stdin(&["apply", "-f", "-"], &never("unpulled", &unpulled));
+    let installed = wait_condition(&server, "configuration/unpulled", "Installed", |c| c["reason"] == "UnpackingPackage");
+    assert_eq!(installed["message"], "cannot unpack package: package not in cache and pull policy is Never");
+
     // A package.yaml that is no package.
     let broken = format!("{}/platform/broken:v0.1.0", registry.host);
     push_stream(&broken, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
