@@ -7,6 +7,7 @@
 //! - [`queue`], [`controller`]: deduplicating work queues with per-key backoff; controllers
 //!   that own their watches and stop locally.
 //! - [`circuit`]: a per-object watch circuit breaker whose held-back events are never lost.
+//! - [`drift`]: what drifted behind a controller's back and who changed it.
 //! - [`conditions`], [`events`], [`object`]: Crossplane's conditions, events on objects,
 //!   metadata helpers.
 //! - [`managed`]: the managed-resource reconciler (management policies, critical annotations,
@@ -21,6 +22,7 @@ pub mod circuit;
 pub mod client;
 pub mod conditions;
 pub mod controller;
+pub mod drift;
 pub mod events;
 pub mod kinds;
 pub mod managed;

@@ -29,6 +29,8 @@ pub struct Metrics {
     circuit_events: Family<Labels, Counter>,
     circuit_opens: Family<Labels, Counter>,
     circuit_closes: Family<Labels, Counter>,
+    /// Drift reverted, by the group and kind of the object that drifted.
+    drift_corrected: Family<Labels, Counter>,
     queues: Mutex<BTreeMap<String, Weak<WorkQueue<ObjectKey>>>>,
     watches: Mutex<Option<Watches>>,
 }
@@ -45,6 +47,10 @@ impl Default for Metrics {
         let circuit_events = family("oxplane_circuit_breaker_events", "Watch events that reached a controller's circuit breaker, by result");
         let circuit_opens = family("oxplane_circuit_breaker_opens", "Circuits that opened, by controller");
         let circuit_closes = family("oxplane_circuit_breaker_closes", "Circuits that closed again, by controller");
+        let drift_corrected = family(
+            "oxplane_drift_corrected",
+            "Changes made behind the control plane's back and reverted, by the group and kind of the object (or the managed resource of the external resource) that drifted",
+        );
         let reconcile_seconds = Family::<Labels, Counter<f64, AtomicU64>>::default();
         registry.register("oxplane_reconcile_seconds", "Time spent reconciling, by controller", reconcile_seconds.clone());
         Metrics {
@@ -54,6 +60,7 @@ impl Default for Metrics {
             circuit_events,
             circuit_opens,
             circuit_closes,
+            drift_corrected,
             queues: Mutex::default(),
             watches: Mutex::default(),
         }
@@ -62,6 +69,10 @@ impl Default for Metrics {
 
 fn controller(controller: &str) -> Labels {
     vec![("controller", controller.to_string())]
+}
+
+fn group_kind(group: &str, kind: &str) -> Labels {
+    vec![("group", group.to_string()), ("kind", kind.to_string())]
 }
 
 fn controller_result(controller: &str, result: &str) -> Labels {
@@ -104,6 +115,16 @@ impl Metrics {
     /// Counts a circuit that closed again.
     pub fn circuit_closed(&self, name: &str) {
         self.circuit_closes.get_or_create(&controller(name)).inc();
+    }
+
+    /// Counts drift of an object of `group` and `kind` that was reverted.
+    pub fn drift_corrected(&self, group: &str, kind: &str) {
+        self.drift_corrected.get_or_create(&group_kind(group, kind)).inc();
+    }
+
+    /// Drift of `group` and `kind` reverted so far.
+    pub fn drift_count(&self, group: &str, kind: &str) -> u64 {
+        self.drift_corrected.get(&group_kind(group, kind)).map_or(0, |c| c.get())
     }
 
     /// Total reconciles of a controller so far (every result).

@@ -12,6 +12,7 @@ use oxplane_runtime::Runtime;
 use oxplane_runtime::circuit;
 use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, ReconcileError, Reconciler};
+use oxplane_runtime::drift;
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::kinds::{Gvk, Kind, KindError};
 use oxplane_runtime::managed::annotations;
@@ -581,25 +582,55 @@ impl XrReconciler {
     }
 
     /// Applies one composed resource, unless the same object was applied already and the
-    /// resource has not changed since.
+    /// resource has not changed since. When the same object was applied before and the
+    /// resource no longer holds it, someone changed it behind the composite's back: the apply
+    /// reverts that, and a `DriftCorrected` event on the resource names the fields and who
+    /// changed them.
     async fn apply(&self, xr: &Value, one: &compose::Rendered, manager: &str, observed: Option<&Value>) -> Result<(), oxplane_runtime::client::ApiError> {
         let hash: String = Sha256::digest(one.object.to_string().as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
         let key = (object::uid(xr).unwrap_or_default().to_string(), one.resource_name.clone());
         let current_version = observed.and_then(object::resource_version).map(str::to_string);
-        {
+        let reapplied = {
             let applied = self.applied.lock().unwrap_or_else(|p| p.into_inner());
-            if let (Some((last_hash, last_version)), Some(current)) = (applied.get(&key), &current_version)
-                && *last_hash == hash
-                && last_version == current
-            {
-                return Ok(());
+            match (applied.get(&key), &current_version) {
+                (Some((last_hash, last_version)), Some(current)) if *last_hash == hash => {
+                    if last_version == current {
+                        return Ok(());
+                    }
+                    // A view older than our own last apply is stale, not drifted.
+                    !matches!((current.parse::<u64>(), last_version.parse::<u64>()), (Ok(current), Ok(last)) if current < last)
+                }
+                _ => false,
             }
-        }
+        };
+        let drift = match observed {
+            Some(observed) if reapplied && !drift::changed_fields(&one.object, observed).is_empty() => self.drifted(one, manager).await,
+            _ => None,
+        };
         let saved = self.runtime.kube.apply(&one.kind, &one.object, manager, true).await?;
+        if let Some((version, fields)) = drift
+            && object::resource_version(&saved) != Some(version.as_str())
+        {
+            self.recorder.warning(&saved, drift::REASON, drift::message(&fields));
+            self.runtime.metrics.drift_corrected(&one.kind.gvk.group, &one.kind.gvk.kind);
+        }
         if let Some(version) = object::resource_version(&saved) {
             self.applied.lock().unwrap_or_else(|p| p.into_inner()).insert(key, (hash, version.to_string()));
         }
         Ok(())
+    }
+
+    /// The resource as it is now (with `managedFields`, which the caches leave out): its
+    /// resourceVersion and the fields of `one` it no longer holds, with who changed them;
+    /// `None` when it holds them all (or cannot be read: the apply says what is wrong).
+    async fn drifted(&self, one: &compose::Rendered, manager: &str) -> Option<(String, Vec<drift::DriftedField>)> {
+        let name = object::name(&one.object)?;
+        let live = self.runtime.kube.get(&one.kind, object::namespace(&one.object), name).await.ok()??;
+        let paths = drift::changed_fields(&one.object, &live);
+        if paths.is_empty() {
+            return None;
+        }
+        Some((object::resource_version(&live)?.to_string(), drift::attribute(&live, &paths, manager)))
     }
 
     /// Writes the composite's status if it differs from `before`; the saved object, if written.

@@ -265,7 +265,9 @@ impl ExternalClient for FakeCloudClient {
             for_provider["color"] = color.clone();
             late_initialized = true;
         }
-        let up_to_date = ["size", "color"].iter().all(|field| desired.get(*field).is_none_or(|want| observed.get(*field) == Some(want)));
+        let drifted: Vec<&str> =
+            ["size", "color"].into_iter().filter(|field| desired.get(*field).is_some_and(|want| observed.get(*field) != Some(want))).collect();
+        let up_to_date = drifted.is_empty();
         let connection_details =
             [("endpoint".to_string(), self.endpoint.clone().into_bytes()), ("id".to_string(), id.clone().into_bytes())].into_iter().collect();
         Ok(ExternalObservation {
@@ -273,6 +275,7 @@ impl ExternalClient for FakeCloudClient {
             resource_up_to_date: up_to_date,
             resource_late_initialized: late_initialized,
             connection_details,
+            diff: drifted.join(", "),
             external_name: Some(id),
             requeue_after: (state != "ready").then_some(Duration::from_millis(250)),
             ..Default::default()

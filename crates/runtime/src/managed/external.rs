@@ -169,7 +169,7 @@ impl Managed {
 }
 
 /// Merges `over` into `base`: objects key by key (recursively), anything else replaced.
-fn merge_under(base: &mut Value, over: &Value) {
+pub fn merge_under(base: &mut Value, over: &Value) {
     match (base, over) {
         (Value::Object(base), Value::Object(over)) => {
             for (key, value) in over {

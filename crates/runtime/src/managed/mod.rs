@@ -35,7 +35,7 @@ use usage::{ProviderConfigKinds, ProviderConfigReconciler};
 pub fn start_controller(runtime: &Runtime, settings: ManagedSettings) -> Arc<Controller> {
     let name = settings.controller_name();
     let kind = settings.kind.clone();
-    let reconciler = Arc::new(ManagedReconciler::new(runtime.kube.clone(), settings).with_watches(runtime.watches.clone()));
+    let reconciler = Arc::new(ManagedReconciler::new(runtime.kube.clone(), settings).with_watches(runtime.watches.clone()).with_metrics(runtime.metrics.clone()));
     let controller = Controller::start(ControllerConfig::new(name), reconciler, runtime.metrics.clone());
     runtime.watches.kinds().insert(kind.clone());
     controller.watch_own(&runtime.watches, &kind.gvk, spec_or_metadata_changed);

@@ -15,7 +15,8 @@
 //! Every reconcile ends in one place that writes the status if it changed, whatever path it
 //! took, so conditions always say what the last reconcile found.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 
@@ -89,6 +90,13 @@ pub struct ManagedReconciler {
     recorder: EventRecorder,
     /// The watch registry, to read the kind's other resources from memory.
     watches: Option<crate::watches::Watches>,
+    /// Where reverted drift is counted.
+    metrics: Option<Arc<crate::metrics::Metrics>>,
+    /// Per resource uid, the generation at which Observe last found the external resource up
+    /// to date: found out of date at that same generation, it was changed outside the control
+    /// plane (drift), not by a spec change. Kept in memory only: after a restart the first
+    /// drift of a resource is corrected without being called drift.
+    in_sync: Mutex<HashMap<String, i64>>,
 }
 
 type Step = Result<Action, ReconcileError>;
@@ -97,7 +105,29 @@ impl ManagedReconciler {
     /// A reconciler recording events as the kind's controller.
     pub fn new(kube: Kube, settings: ManagedSettings) -> Self {
         let recorder = EventRecorder::new(kube.clone(), &settings.controller_name());
-        ManagedReconciler { kube, settings, recorder, watches: None }
+        ManagedReconciler { kube, settings, recorder, watches: None, metrics: None, in_sync: Mutex::default() }
+    }
+
+    /// The same reconciler, counting reverted drift in `metrics`.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    fn in_sync(&self) -> std::sync::MutexGuard<'_, HashMap<String, i64>> {
+        self.in_sync.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Remembers whether Observe found the resource up to date at its generation; whether it
+    /// was out of date at a generation it had been up to date at (drift).
+    fn drifted(&self, managed: &Managed, up_to_date: bool) -> bool {
+        let generation = object::generation(&managed.object);
+        let mut in_sync = self.in_sync();
+        if up_to_date {
+            in_sync.insert(managed.uid().to_string(), generation);
+            return false;
+        }
+        in_sync.get(managed.uid()) == Some(&generation)
     }
 
     /// The same reconciler, reading the kind's other resources from `watches` (for external
@@ -312,6 +342,7 @@ impl ManagedReconciler {
             return Ok(Action::RequeueAfter(Duration::from_secs(1)));
         }
         if deleting {
+            self.in_sync().remove(managed.uid());
             return self.delete(managed, policies, client, &observation).await;
         }
 
@@ -338,6 +369,7 @@ impl ManagedReconciler {
             managed.set_condition(Condition::reconcile_error(&error));
             return Err(error);
         }
+        let drifted = self.drifted(managed, observation.resource_up_to_date);
         if observation.resource_up_to_date || !policies.should_update() {
             managed.set_condition(Condition::reconcile_success());
             return Ok(Action::RequeueAfter(self.poll_interval(managed, Some(&observation))));
@@ -360,6 +392,14 @@ impl ManagedReconciler {
                     return Ok(Action::Requeue);
                 }
                 self.recorder.normal(&managed.object, "UpdatedExternalResource", "Successfully requested update of external resource");
+                if drifted {
+                    // Reported once: until Observe finds it up to date again, it is not in sync.
+                    self.in_sync().remove(managed.uid());
+                    self.recorder.warning(&managed.object, crate::drift::REASON, crate::drift::external_message(&observation.diff));
+                    if let Some(metrics) = &self.metrics {
+                        metrics.drift_corrected(&self.settings.kind.gvk.group, &self.settings.kind.gvk.kind);
+                    }
+                }
                 managed.set_condition(Condition::reconcile_success());
                 Ok(Action::RequeueAfter(self.poll_interval(managed, Some(&observation))))
             }
