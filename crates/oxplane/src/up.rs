@@ -50,6 +50,12 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         let package_cache_dir = options.server.data_dir.join("cache/xpkg");
         let shared = matches!(options.server.store, StoreBackend::Etcd(_));
         let mut server = Server::start(options.server).await?;
+        let summary = server.summary();
+        progress(&format!(
+            "store opened: {}, at revision {} ({} objects replayed into the watch cache)",
+            summary.store, summary.revision, summary.objects
+        ));
+        progress(&format!("serving {} CustomResourceDefinitions ({} API resources in all)", summary.crds, summary.resources));
         let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
         {
             let metrics = controllers.metrics.clone();
@@ -76,17 +82,21 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             package_cache_dir: Some(package_cache_dir.clone()),
         };
         if !options.controllers {
+            progress("controllers: not run here (API only)");
             server.serve(shutdown).await?;
             return anyhow::Ok(());
         }
         if !shared {
+            progress("starting Crossplane's core: its CRDs, the package, composition and built-in provider controllers");
             let core = Core::start(&controllers, core_options()).await.context("starting Crossplane's core")?;
+            progress(&format!("controllers running: {}", controllers.metrics.running_controllers().len()));
             planner.set(Some(core.functions.clone()));
             server.serve(shutdown).await?;
             core.stop();
             return anyhow::Ok(());
         }
         let identity = format!("{}_{}", server.url(), std::process::id());
+        progress("controllers: campaigning for the Lease kube-system/oxplane-controllers (they run on its holder)");
         let leading = crate::leadership::campaign(kube::Client::new(server.local_service(), "default"), identity.clone());
         // The in-server controllers (garbage collector, namespaces, ...) follow the same lease.
         server.controllers_while(leading.clone());
@@ -126,6 +136,7 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
             }
         };
         planner.set(Some(core.functions.clone()));
+        progress(&format!("controllers running: {} (this server holds the controllers' Lease)", controllers.metrics.running_controllers().len()));
         if leading.wait_for(|leads| !*leads).await.is_err() {
             core.stop();
             fail("the controllers' lease campaign ended");
@@ -135,6 +146,12 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
         drop(core);
         tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");
     }
+}
+
+/// One start-up step, as a line on standard error (whatever the log level) and in the log.
+fn progress(line: &str) {
+    tracing::info!("{line}");
+    eprintln!("oxplane: {line}");
 }
 
 fn fail(message: &str) -> ! {

@@ -58,6 +58,7 @@ fn diff_plans_creates_changes_and_deletes_without_writing() {
     // A new App: the App and both resources would be created; nothing is.
     let (ok, out, err) = diff(&server, &APP.replace("SIZE", "medium"), &[]);
     assert!(ok, "{out}{err}");
+    assert_eq!(err, "planning App/my-app ...\n", "a progress line while the server plans");
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines[0], "+ App/my-app (namespace default)", "{out}");
     assert!(lines.contains(&"  + NopResource/my-app-* (database)"), "{out}");

@@ -14,6 +14,7 @@ mod crossplane_crds;
 mod controllers_only;
 mod deletion;
 mod diff;
+mod drift;
 mod etcd;
 mod external_functions;
 mod function_parity;

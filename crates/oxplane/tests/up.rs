@@ -170,3 +170,39 @@ fn oxplane_home_is_the_data_directory_without_data_dir() {
     let status = support::sigterm(&mut child.0, Duration::from_secs(60)).expect("exits after SIGTERM");
     assert!(status.success(), "{status:?}");
 }
+
+/// The number after `prefix` in `line`.
+fn number_after(line: &str, prefix: &str) -> u64 {
+    let rest = &line[line.find(prefix).unwrap_or_else(|| panic!("{prefix:?} in {line:?}")) + prefix.len()..];
+    rest.chars().take_while(char::is_ascii_digit).collect::<String>().parse().unwrap()
+}
+
+#[test]
+fn up_reports_its_start_up_steps_on_stderr() {
+    let mut server = Server::new(&[]);
+    // Warnings only: the lines below are written whatever the log level.
+    server.env_always("OXPLANE_LOG", "warn");
+    server.spawn();
+    server.apply("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: remembered\ndata:\n  a: b\n");
+    let steps = |log: &str| -> Vec<String> {
+        log.lines().filter(|l| l.starts_with("oxplane: ") || l.starts_with("oxplane is serving on ")).map(str::to_string).collect()
+    };
+    let first = steps(&server.log());
+    server.restart();
+    let log = server.log();
+    let second = steps(&log[log.rfind("oxplane: store opened").unwrap()..]);
+    for lines in [&first, &second] {
+        assert_eq!(lines.len(), 5, "{lines:#?}");
+        assert!(lines[0].starts_with(&format!("oxplane: store opened: SQLite in {}, at revision ", server.dir().display())), "{lines:#?}");
+        assert!(lines[0].ends_with(" objects replayed into the watch cache)"), "{lines:#?}");
+        assert!(lines[1].starts_with("oxplane: serving ") && lines[1].contains(" CustomResourceDefinitions ("), "{lines:#?}");
+        assert!(lines[2].starts_with("oxplane: starting Crossplane's core"), "{lines:#?}");
+        assert!(number_after(&lines[3], "oxplane: controllers running: ") > 0, "{lines:#?}");
+        assert!(lines[4].starts_with("oxplane is serving on https://127.0.0.1:"), "{lines:#?}");
+    }
+    assert!(second[4].starts_with(&format!("oxplane is serving on {} (kubeconfig: ", server.server_url())), "{second:#?}");
+    // The second start replays what the first wrote: Crossplane's CRDs and the ConfigMap.
+    assert!(number_after(&second[0], "at revision ") > number_after(&first[0], "at revision "), "{first:#?} {second:#?}");
+    assert!(number_after(&second[0], "(") > number_after(&first[0], "("), "{first:#?} {second:#?}");
+    assert!(number_after(&second[1], "oxplane: serving ") > number_after(&first[1], "oxplane: serving "), "{first:#?} {second:#?}");
+}

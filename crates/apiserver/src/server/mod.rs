@@ -117,6 +117,24 @@ pub struct Server {
     /// When set, the in-server controllers run only while it holds `true` (see
     /// [`Server::controllers_while`]).
     leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// Which store it opened, in words.
+    store_description: String,
+}
+
+/// What a server found when it started: shown to the user as `oxplane up` comes up.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StartupSummary {
+    /// Which store, in words (`SQLite in DIR`, `memory`, `etcd at URLS under PREFIX`).
+    pub store: String,
+    /// The store's revision: every write so far (compacted ones included), read into the
+    /// watch cache up to here.
+    pub revision: u64,
+    /// Objects stored.
+    pub objects: usize,
+    /// CustomResourceDefinitions stored, each served from the start.
+    pub crds: usize,
+    /// Resources the API serves (built-in and custom, one per version).
+    pub resources: usize,
 }
 
 impl Server {
@@ -176,7 +194,26 @@ impl Server {
         if matches!(config.store, StoreBackend::Etcd(_)) {
             http::crds::follow_other_servers(&state);
         }
-        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock, leading: None })
+        let store_description = match &config.store {
+            StoreBackend::Sqlite => format!("SQLite in {}", dir.display()),
+            StoreBackend::Memory => "memory (nothing is kept after the process ends)".to_string(),
+            StoreBackend::Etcd(options) => format!("etcd at {} under {:?}", options.endpoints.join(","), options.prefix),
+        };
+        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock, leading: None, store_description })
+    }
+
+    /// What the server found when it started: the store, its revision, what it holds and
+    /// serves.
+    pub fn summary(&self) -> StartupSummary {
+        let (objects, revision) = self.state.cache.list("/registry/");
+        let (crds, _) = self.state.cache.list("/registry/apiextensions.k8s.io/customresourcedefinitions/");
+        StartupSummary {
+            store: self.store_description.clone(),
+            revision,
+            objects: objects.len(),
+            crds: crds.len(),
+            resources: self.state.registry.all().len(),
+        }
     }
 
     /// The shared server state (for in-process users such as benchmarks).
@@ -211,7 +248,7 @@ impl Server {
 
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
-        let Server { dir, store, state, listener, local, certs, token, _lock, leading } = self;
+        let Server { dir, store, state, listener, local, certs, token, _lock, leading, store_description: _ } = self;
         let client_certs = crate::authn::CertificateAuthenticator::new(&certs.ca_pem).map_err(ServeError::Tls)?;
         let tls_config = tls::server_config(&certs, client_certs.tls_verifier())?;
         let _controllers = match leading {

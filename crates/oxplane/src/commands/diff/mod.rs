@@ -2,7 +2,9 @@
 //! the server (`POST /oxplane/v1alpha1/plan`, answered by the XR controller's own composition
 //! steps in dry run, nothing written) and printed as a tree: the object, then each composed
 //! resource that would be created (`+`), changed (`~`, with each field's old and new value),
-//! deleted (`-`) or left as it is (`=`), nested composites with their own resources.
+//! deleted (`-`) or left as it is (`=`), nested composites with their own resources. Each
+//! object's plan is printed as soon as the server answers, after a `planning KIND/NAME ...`
+//! line on standard error.
 
 use anyhow::Context;
 use serde_json::Value;
@@ -51,6 +53,9 @@ pub fn run(args: DiffArgs) -> anyhow::Result<()> {
                 // The server drops it again for a cluster-scoped kind.
                 metadata.insert("namespace".into(), Value::String(namespace.clone()));
             }
+            // The plan of each object is printed as soon as it is known; while the server
+            // plans (it runs the Composition's functions), a line on stderr says which.
+            eprintln!("planning {}/{} ...", load::kind(&object), load::name(&object));
             let plan = kube.post(&crate::plan_action::path(), &object).await.map_err(|e| anyhow::anyhow!("cannot plan {}/{}: {e}", load::kind(&object), load::name(&object)))?;
             match args.output {
                 DiffOutput::Json => println!("{}", serde_json::to_string(&plan)?),
