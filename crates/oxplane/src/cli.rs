@@ -128,6 +128,9 @@ pub enum Command {
     /// Show what applying composite resources or claims would change: the composed resources
     /// that would be created, changed (field by field) and deleted, with nothing written.
     Diff(crate::commands::diff::DiffArgs),
+    /// Adopt an external resource that exists already into a managed resource: observe it
+    /// first, show the spec it would be managed with, then take it over once confirmed.
+    Import(crate::commands::import::ImportArgs),
     /// Commands on resources (`resource trace`, `resource validate`).
     Resource {
         /// Which.
@@ -251,6 +254,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Xpkg { which } => crate::commands::xpkg::run(which),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),
         Command::Diff(args) => crate::commands::diff::run(args),
+        Command::Import(args) => crate::commands::import::run(args),
         Command::Trace(args) | Command::Resource { which: ResourceCommand::Trace(args) } => crate::commands::trace::run(args),
         Command::Validate(args) | Command::Resource { which: ResourceCommand::Validate(args) } => crate::commands::validate::run(args),
     }
@@ -262,7 +266,7 @@ fn parse_event_ttl(text: &str) -> Result<std::time::Duration, String> {
 }
 
 /// A Go duration of more than zero.
-fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
+pub fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
     match oxplane_machinery::golang::duration::parse(text) {
         Ok(duration) if duration.is_zero() => Err("the duration must be more than zero".to_string()),
         Ok(duration) => Ok(duration),

@@ -20,6 +20,7 @@ mod external_functions;
 mod function_parity;
 mod gc_crash;
 mod go_templating;
+mod import;
 mod http_crash;
 mod kubernetes_provider;
 mod kubectl_apply;

@@ -46,6 +46,8 @@ pub struct Resource {
     pub short_names: Vec<String>,
     /// Whether objects live in namespaces.
     pub namespaced: bool,
+    /// Categories (`managed` for managed resource kinds).
+    pub categories: Vec<String>,
 }
 
 impl Resource {
@@ -97,6 +99,11 @@ impl RequestError {
     pub fn is_not_found(&self) -> bool {
         matches!(self, RequestError::Api(status) if status.code == 404)
     }
+
+    /// Whether the server said 409 `AlreadyExists`.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, RequestError::Api(status) if status.reason == "AlreadyExists")
+    }
 }
 
 impl Kube {
@@ -118,22 +125,25 @@ impl Kube {
 
     /// GETs `url` as JSON.
     pub async fn get(&self, url: &str) -> Result<Value, RequestError> {
-        let request = http::Request::get(url)
-            .header(http::header::ACCEPT, "application/json")
-            .body(Vec::new())
-            .map_err(|e| RequestError::Other(e.into()))?;
-        self.client.request::<Value>(request).await.map_err(|e| match e {
-            kube::Error::Api(status) => RequestError::Api(status),
-            other => RequestError::Other(other.into()),
-        })
+        self.send(http::Method::GET, url, "application/json", None).await
     }
 
     /// POSTs `body` as JSON to `url` and reads the JSON answer.
     pub async fn post(&self, url: &str, body: &Value) -> Result<Value, RequestError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| RequestError::Other(e.into()))?;
-        let request = http::Request::post(url)
+        self.send(http::Method::POST, url, "application/json", Some(body)).await
+    }
+
+    /// Sends `body` (JSON, or none) with `method` to `url` and reads the JSON answer.
+    pub async fn send(&self, method: http::Method, url: &str, content_type: &str, body: Option<&Value>) -> Result<Value, RequestError> {
+        let bytes = match body {
+            Some(body) => serde_json::to_vec(body).map_err(|e| RequestError::Other(e.into()))?,
+            None => Vec::new(),
+        };
+        let request = http::Request::builder()
+            .method(method)
+            .uri(url)
             .header(http::header::ACCEPT, "application/json")
-            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::CONTENT_TYPE, content_type)
             .body(bytes)
             .map_err(|e| RequestError::Other(e.into()))?;
         self.client.request::<Value>(request).await.map_err(|e| match e {
@@ -171,6 +181,7 @@ impl Kube {
                         .filter_map(|s| s.as_str().map(str::to_string))
                         .collect(),
                     namespaced: r["namespaced"].as_bool().unwrap_or(false),
+                    categories: r["categories"].as_array().into_iter().flatten().filter_map(|c| c.as_str().map(str::to_string)).collect(),
                 })
                 .collect(),
             Err(e) if e.is_not_found() => Vec::new(),

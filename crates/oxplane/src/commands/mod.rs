@@ -5,6 +5,7 @@
 pub mod controllers;
 pub mod diff;
 pub mod function;
+pub mod import;
 pub mod kube;
 pub mod kubeconfig;
 pub mod load;
