@@ -15,8 +15,8 @@
 
 pub mod key;
 pub mod requests;
+pub mod verified;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use base64::Engine;
@@ -208,6 +208,7 @@ pub struct ServiceAccountTokens {
     pub ca_pem: String,
     key: SigningKey,
     cache: Arc<WatchCache>,
+    verified: verified::VerifiedTokens,
 }
 
 impl std::fmt::Debug for ServiceAccountTokens {
@@ -227,7 +228,7 @@ fn rfc3339(seconds: i64) -> String {
 impl ServiceAccountTokens {
     /// Tokens issued as `issuer` with `key`, checked against the ServiceAccounts in `cache`.
     pub fn new(issuer: String, jwks_uri: String, ca_pem: String, key: SigningKey, cache: Arc<WatchCache>) -> Self {
-        ServiceAccountTokens { issuer, jwks_uri, ca_pem, key, cache }
+        ServiceAccountTokens { issuer, jwks_uri, ca_pem, key, cache, verified: verified::VerifiedTokens::new(verified::DEFAULT_CAPACITY) }
     }
 
     /// The audiences API requests must carry: the issuer (kube-apiserver's `--api-audiences`
@@ -288,10 +289,32 @@ impl ServiceAccountTokens {
     }
 
     /// The user `token` stands for, and which of `audiences` (the API's when empty) it was
-    /// issued for; or why it is refused.
+    /// issued for; or why it is refused. The signature is verified once per token
+    /// ([`verified`]); expiry, audiences and the ServiceAccount's (and Secret's) existence are
+    /// checked on every call.
     pub fn authenticate(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), TokenError> {
-        let claims = self.verified_claims(token)?;
         let now = now();
+        let (claims, cached) = match self.verified.get(token, now) {
+            Some(claims) => (claims, true),
+            None => (Arc::new(self.verified_claims(token)?), false),
+        };
+        let answer = self.check(token, &claims, audiences, now);
+        match &answer {
+            Ok(_) if !cached => self.verified.insert(token, claims),
+            // The token will never be good again: its objects are gone or it expired.
+            Err(TokenError::Invalidated(_) | TokenError::Expired(_)) if cached => self.verified.forget(token),
+            _ => {}
+        }
+        answer
+    }
+
+    /// How many verified tokens are remembered, and whether `token` is one of them.
+    pub fn verified_tokens(&self, token: &str) -> (usize, bool) {
+        (self.verified.len(), self.verified.contains(token))
+    }
+
+    /// Everything about verified `claims` that can change while the token stays the same.
+    fn check(&self, token: &str, claims: &Claims, audiences: &[String], now: i64) -> Result<(UserInfo, Vec<String>), TokenError> {
         if let Some(exp) = claims.exp
             && exp <= now
         {
@@ -309,19 +332,19 @@ impl ServiceAccountTokens {
             if matched.is_empty() {
                 return Err(TokenError::Audience { found: self.api_audiences(), wanted });
             }
-            return Ok((self.legacy_user(token, &claims)?, matched));
+            return Ok((self.legacy_user(token, claims)?, matched));
         }
         if claims.iss != self.issuer {
-            return Err(TokenError::Issuer { found: claims.iss, expected: self.issuer.clone() });
+            return Err(TokenError::Issuer { found: claims.iss.clone(), expected: self.issuer.clone() });
         }
         let matched: Vec<String> = wanted.iter().filter(|a| claims.aud.contains(a)).cloned().collect();
         if matched.is_empty() {
-            return Err(TokenError::Audience { found: claims.aud, wanted });
+            return Err(TokenError::Audience { found: claims.aud.clone(), wanted });
         }
         if claims.exp.is_none() {
             return Err(TokenError::Malformed("a bound token must have an expiry (exp)".into()));
         }
-        let private = claims.kubernetes.ok_or_else(|| TokenError::Malformed("the kubernetes.io claim is missing".into()))?;
+        let private = claims.kubernetes.as_ref().ok_or_else(|| TokenError::Malformed("the kubernetes.io claim is missing".into()))?;
         let account = &private.serviceaccount;
         if claims.sub != username(&private.namespace, &account.name) {
             return Err(TokenError::Malformed(format!("the subject {:?} is not the service account the token names", claims.sub)));
@@ -331,14 +354,12 @@ impl ServiceAccountTokens {
             self.live("secrets", "Secret", &private.namespace, &secret.name, &secret.uid)?;
         }
         let mut user = user(&private.namespace, &account.name, &account.uid);
-        if let Some(jti) = claims.jti {
+        if let Some(jti) = &claims.jti {
             user.extra.insert(CREDENTIAL_ID.into(), vec![format!("JTI={jti}")]);
         }
-        if let Some(secret) = private.secret {
-            let mut extra = BTreeMap::new();
-            extra.insert("authentication.kubernetes.io/secret-name".to_string(), vec![secret.name]);
-            extra.insert("authentication.kubernetes.io/secret-uid".to_string(), vec![secret.uid]);
-            user.extra.extend(extra);
+        if let Some(secret) = &private.secret {
+            user.extra.insert("authentication.kubernetes.io/secret-name".to_string(), vec![secret.name.clone()]);
+            user.extra.insert("authentication.kubernetes.io/secret-uid".to_string(), vec![secret.uid.clone()]);
         }
         Ok((user, matched))
     }
