@@ -73,6 +73,7 @@ fn bench_api_prints_the_named_figures() {
         &[
             "http_creates_per_s_c1", "http_creates_per_s_c32", "store_writes_per_s_c32", "list_10k_ms",
             "watch_fanout_p99_ms", "crd_1000_rss_mb", "crd_1000_establish_s", "discovery_cold_s",
+            "http_creates_per_s_c32_rbac_service_account", "token_auth_first_use_us", "token_auth_cached_us", "static_token_auth_us",
         ],
     );
 }

@@ -1,7 +1,8 @@
 //! `oxplane bench api`: the API server measured from outside, through HTTPS with kube-rs, beside
 //! the raw store in the same run: creates per second (1 and 32 clients; with 32 also as a user
 //! RBAC decides for, by client certificate and by ServiceAccount token, beside the admin whom
-//! RBAC lets through unchecked), LIST of 10,000
+//! RBAC lets through unchecked; and what authenticating one token costs, in process: see
+//! `api_tokens`), LIST of 10,000
 //! objects, watch fan-out latency (one write, 100 watchers), and CRD scale (1,000 CRDs with
 //! 50-property schemas: server RSS, time to establish, cold `kubectl api-resources`).
 
@@ -80,19 +81,37 @@ pub fn run(args: Args) -> anyhow::Result<()> {
     runtime.block_on(async {
         let store_rate = raw_store_writes(&tmp.path().join("raw"), 32, phase).await?;
 
-        let server = ServerProcess::start(&tmp.path().join("server"))?;
+        let token_file = tmp.path().join("tokens.csv");
+        std::fs::write(&token_file, format!("{},{LONG_TOKEN_USER},{LONG_TOKEN_USER},\n", long_token()?))?;
+        let token_flag = token_file.to_string_lossy().into_owned();
+        let server = ServerProcess::start_with(&tmp.path().join("server"), &["--token-auth-file", &token_flag])?;
         let client = server.client().await?;
         let c1 = http_creates(&client, "c1", 1, phase).await?;
-        let c32 = http_creates(&client, "c32", 32, phase).await?;
+        let (c32, cpu_admin) = server_cpu(&server, phase, http_creates(&client, "c32", 32, phase)).await?;
         report.add("http_creates_per_s_c1", c1, "creates/s");
         report.add("http_creates_per_s_c32", c32, "creates/s");
         // RBAC on: the same creates by a user and a ServiceAccount bound to `edit`.
-        let (user, robot) = rbac_clients(&server, &client).await?;
-        let c32_user = http_creates_in(&user, RBAC_NAMESPACE, "user", 32, phase).await?;
-        let c32_robot = http_creates_in(&robot, RBAC_NAMESPACE, "robot", 32, phase).await?;
+        let (user, long, robot) = rbac_clients(&server, &client, &token_file).await?;
+        let (c32_user, cpu_user) = server_cpu(&server, phase, http_creates_in(&user, RBAC_NAMESPACE, "user", 32, phase)).await?;
+        let (c32_long, cpu_long) = server_cpu(&server, phase, http_creates_in(&long, RBAC_NAMESPACE, "long", 32, phase)).await?;
+        let (c32_robot, cpu_robot) = server_cpu(&server, phase, http_creates_in(&robot, RBAC_NAMESPACE, "robot", 32, phase)).await?;
+        // The admin again, after them: the store has grown by every phase before, so the
+        // baseline is the mean of the admin's phases before and after the checked ones.
+        let (c32_again, cpu_again) = server_cpu(&server, phase, http_creates_in(&client, RBAC_NAMESPACE, "again", 32, phase)).await?;
+        let baseline = ((c32 + c32_again) / 2.0).max(f64::MIN_POSITIVE);
+        // The server's CPU time per create: what each identity costs, whatever else the
+        // machine runs meanwhile (throughput on a busy machine says little).
+        report.add("server_cpu_us_per_create_c32_admin", (cpu_admin + cpu_again) / 2.0, "us");
+        report.add("server_cpu_us_per_create_c32_rbac_user", cpu_user, "us");
+        report.add("server_cpu_us_per_create_c32_rbac_long_static_token", cpu_long, "us");
+        report.add("server_cpu_us_per_create_c32_rbac_service_account", cpu_robot, "us");
         report.add("http_creates_per_s_c32_rbac_user", c32_user, "creates/s");
+        report.add("http_creates_per_s_c32_rbac_long_static_token", c32_long, "creates/s");
         report.add("http_creates_per_s_c32_rbac_service_account", c32_robot, "creates/s");
-        report.add("rbac_cost_c32_percent", (1.0 - c32_user / c32.max(f64::MIN_POSITIVE)) * 100.0, "%");
+        report.add("http_creates_per_s_c32_again", c32_again, "creates/s");
+        report.add("rbac_cost_c32_percent", (1.0 - c32_user / baseline) * 100.0, "%");
+        report.add("service_account_cost_c32_percent", (1.0 - c32_robot / baseline) * 100.0, "%");
+        super::api_tokens::token_costs(&mut report).await?;
         report.add("store_writes_per_s_c32", store_rate, "writes/s");
         report.add("http_to_store_ratio_c32", c32 / store_rate.max(f64::MIN_POSITIVE), "x");
 
@@ -136,9 +155,24 @@ async fn client_from(kubeconfig_text: &str) -> anyhow::Result<kube::Client> {
     Ok(kube::Client::try_from(config)?)
 }
 
+/// The user of the static token as long as a ServiceAccount token: what the ServiceAccount's
+/// creates are compared with, so that the token's size on the wire (parsed in every request)
+/// is told apart from what verifying it costs.
+const LONG_TOKEN_USER: &str = "bench-long-token";
+
+/// A random token of 1,000 characters (a bound ServiceAccount token's size).
+fn long_token() -> anyhow::Result<String> {
+    use base64::Engine;
+    use std::io::Read;
+    let mut bytes = [0u8; 750];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut bytes)?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes))
+}
+
 /// Clients RBAC decides for, each bound to `edit` in [`RBAC_NAMESPACE`]: a user with a client
-/// certificate, and a ServiceAccount with a token from the `token` subresource.
-async fn rbac_clients(server: &ServerProcess, admin: &kube::Client) -> anyhow::Result<(kube::Client, kube::Client)> {
+/// certificate, the user of the long static token in `token_file`, and a ServiceAccount with a
+/// token from the `token` subresource.
+async fn rbac_clients(server: &ServerProcess, admin: &kube::Client, token_file: &Path) -> anyhow::Result<(kube::Client, kube::Client, kube::Client)> {
     let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(admin.clone());
     namespaces.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": RBAC_NAMESPACE}}))?).await?;
     let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(admin.clone(), RBAC_NAMESPACE);
@@ -149,6 +183,7 @@ async fn rbac_clients(server: &ServerProcess, admin: &kube::Client) -> anyhow::R
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
         "subjects": [
             {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "bench-user"},
+            {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": LONG_TOKEN_USER},
             {"kind": "ServiceAccount", "name": "bench-robot", "namespace": RBAC_NAMESPACE},
         ],
     });
@@ -167,7 +202,18 @@ async fn rbac_clients(server: &ServerProcess, admin: &kube::Client) -> anyhow::R
     let answer: serde_json::Value = admin.request(request).await?;
     let token = answer["status"]["token"].as_str().context("the TokenRequest was answered without a token")?;
     let robot = client_from(&kubeconfig::render(url, &ca, token)).await?;
-    Ok((user, robot))
+    let long_token = std::fs::read_to_string(token_file)?.split(',').next().unwrap_or_default().to_string();
+    let long = client_from(&kubeconfig::render(url, &ca, &long_token)).await?;
+    Ok((user, long, robot))
+}
+
+/// The rate `creates` measures over `phase`, and the server's CPU microseconds per create
+/// meanwhile.
+async fn server_cpu(server: &ServerProcess, phase: Duration, creates: impl std::future::Future<Output = anyhow::Result<f64>>) -> anyhow::Result<(f64, f64)> {
+    let before = server.cpu_seconds()?;
+    let rate = creates.await?;
+    let used = server.cpu_seconds()? - before;
+    Ok((rate, used * 1e6 / (rate * phase.as_secs_f64()).max(1.0)))
 }
 
 /// ConfigMap creates per second in `default` through HTTPS with `clients` concurrent clients.

@@ -3,6 +3,7 @@
 
 mod api;
 mod api_etcd;
+mod api_tokens;
 mod compose;
 mod mr;
 mod process;

@@ -53,6 +53,17 @@ impl ServerProcess {
         Ok(kube::Client::try_from(config)?)
     }
 
+    /// CPU time the server process has used so far (user and system), in seconds, from
+    /// `/proc/<pid>/stat` (kept in USER_HZ ticks, 100 a second on Linux).
+    pub fn cpu_seconds(&self) -> anyhow::Result<f64> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // The command name may hold spaces: the fields that follow start after its `)`.
+        let fields: Vec<&str> = stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().collect()).unwrap_or_default();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).context("a malformed /proc stat line");
+        // Fields 14 and 15 (utime, stime) of proc(5), counted from the state (field 3).
+        Ok((ticks(11)? + ticks(12)?) / 100.0)
+    }
+
     /// Resident memory of the server process, in MiB.
     pub fn rss_mb(&self) -> anyhow::Result<f64> {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))?;

@@ -209,6 +209,8 @@ pub struct ServiceAccountTokens {
     key: SigningKey,
     cache: Arc<WatchCache>,
     verified: verified::VerifiedTokens,
+    /// The watch cache's change counters of ServiceAccounts and of Secrets.
+    changed: (Arc<std::sync::atomic::AtomicU64>, Arc<std::sync::atomic::AtomicU64>),
 }
 
 impl std::fmt::Debug for ServiceAccountTokens {
@@ -228,7 +230,8 @@ fn rfc3339(seconds: i64) -> String {
 impl ServiceAccountTokens {
     /// Tokens issued as `issuer` with `key`, checked against the ServiceAccounts in `cache`.
     pub fn new(issuer: String, jwks_uri: String, ca_pem: String, key: SigningKey, cache: Arc<WatchCache>) -> Self {
-        ServiceAccountTokens { issuer, jwks_uri, ca_pem, key, cache, verified: verified::VerifiedTokens::new(verified::DEFAULT_CAPACITY) }
+        let changed = (cache.track("/registry/core/serviceaccounts/"), cache.track("/registry/core/secrets/"));
+        ServiceAccountTokens { issuer, jwks_uri, ca_pem, key, cache, verified: verified::VerifiedTokens::new(verified::DEFAULT_CAPACITY), changed }
     }
 
     /// The audiences API requests must carry: the issuer (kube-apiserver's `--api-audiences`
@@ -294,18 +297,31 @@ impl ServiceAccountTokens {
     /// checked on every call.
     pub fn authenticate(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), TokenError> {
         let now = now();
-        let (claims, cached) = match self.verified.get(token, now) {
-            Some(claims) => (claims, true),
-            None => (Arc::new(self.verified_claims(token)?), false),
+        // Read before the objects are looked up: a change after this moves the counters, so
+        // the next request looks again.
+        let generation = self.generation();
+        let (claims, confirmed) = match self.verified.get(token, now) {
+            Some((claims, confirmed)) => (claims, Some(confirmed)),
+            None => (Arc::new(self.verified_claims(token)?), None),
         };
-        let answer = self.check(token, &claims, audiences, now);
+        let alive = confirmed.is_some_and(|confirmed| {
+            let secrets_matter = claims.iss == LEGACY_ISSUER || claims.kubernetes.as_ref().is_some_and(|k| k.secret.is_some());
+            confirmed.service_accounts == generation.service_accounts && (!secrets_matter || confirmed.secrets == generation.secrets)
+        });
+        let answer = self.check(token, &claims, audiences, now, alive);
         match &answer {
-            Ok(_) if !cached => self.verified.insert(token, claims),
+            Ok(_) if !alive => self.verified.insert(token, claims, generation),
             // The token will never be good again: its objects are gone or it expired.
-            Err(TokenError::Invalidated(_) | TokenError::Expired(_)) if cached => self.verified.forget(token),
+            Err(TokenError::Invalidated(_) | TokenError::Expired(_)) if confirmed.is_some() => self.verified.forget(token),
             _ => {}
         }
         answer
+    }
+
+    /// The change counters of ServiceAccounts and Secrets now.
+    fn generation(&self) -> verified::Generation {
+        use std::sync::atomic::Ordering;
+        verified::Generation { service_accounts: self.changed.0.load(Ordering::Acquire), secrets: self.changed.1.load(Ordering::Acquire) }
     }
 
     /// How many verified tokens are remembered, and whether `token` is one of them.
@@ -313,8 +329,9 @@ impl ServiceAccountTokens {
         (self.verified.len(), self.verified.contains(token))
     }
 
-    /// Everything about verified `claims` that can change while the token stays the same.
-    fn check(&self, token: &str, claims: &Claims, audiences: &[String], now: i64) -> Result<(UserInfo, Vec<String>), TokenError> {
+    /// Everything about verified `claims` that can change while the token stays the same; the
+    /// objects it names are looked up unless they are known `alive` (see [`verified`]).
+    fn check(&self, token: &str, claims: &Claims, audiences: &[String], now: i64, alive: bool) -> Result<(UserInfo, Vec<String>), TokenError> {
         if let Some(exp) = claims.exp
             && exp <= now
         {
@@ -332,7 +349,7 @@ impl ServiceAccountTokens {
             if matched.is_empty() {
                 return Err(TokenError::Audience { found: self.api_audiences(), wanted });
             }
-            return Ok((self.legacy_user(token, claims)?, matched));
+            return Ok((self.legacy_user(token, claims, alive)?, matched));
         }
         if claims.iss != self.issuer {
             return Err(TokenError::Issuer { found: claims.iss.clone(), expected: self.issuer.clone() });
@@ -349,9 +366,11 @@ impl ServiceAccountTokens {
         if claims.sub != username(&private.namespace, &account.name) {
             return Err(TokenError::Malformed(format!("the subject {:?} is not the service account the token names", claims.sub)));
         }
-        self.live("serviceaccounts", "ServiceAccount", &private.namespace, &account.name, &account.uid)?;
-        if let Some(secret) = &private.secret {
-            self.live("secrets", "Secret", &private.namespace, &secret.name, &secret.uid)?;
+        if !alive {
+            self.live("serviceaccounts", "ServiceAccount", &private.namespace, &account.name, &account.uid)?;
+            if let Some(secret) = &private.secret {
+                self.live("secrets", "Secret", &private.namespace, &secret.name, &secret.uid)?;
+            }
         }
         let mut user = user(&private.namespace, &account.name, &account.uid);
         if let Some(jti) = &claims.jti {
@@ -404,19 +423,22 @@ impl ServiceAccountTokens {
         Ok(object)
     }
 
-    /// The user of a legacy token: its Secret must still hold it, its ServiceAccount exist.
-    fn legacy_user(&self, token: &str, claims: &Claims) -> Result<UserInfo, TokenError> {
+    /// The user of a legacy token: its Secret must still hold it, its ServiceAccount exist
+    /// (looked up unless known `alive`).
+    fn legacy_user(&self, token: &str, claims: &Claims, alive: bool) -> Result<UserInfo, TokenError> {
         let missing = |claim: &str| TokenError::Malformed(format!("the claim kubernetes.io/serviceaccount/{claim} is missing"));
         let namespace = claims.legacy_namespace.as_deref().ok_or_else(|| missing("namespace"))?;
         let secret_name = claims.legacy_secret.as_deref().ok_or_else(|| missing("secret.name"))?;
         let name = claims.legacy_name.as_deref().ok_or_else(|| missing("service-account.name"))?;
         let uid = claims.legacy_uid.as_deref().ok_or_else(|| missing("service-account.uid"))?;
-        let secret = self.live("secrets", "Secret", namespace, secret_name, "")?;
-        let held = secret["data"]["token"].as_str().and_then(|t| STANDARD.decode(t).ok());
-        if held.as_deref() != Some(token.as_bytes()) {
-            return Err(TokenError::Invalidated(format!("the Secret {namespace}/{secret_name} no longer holds this token")));
+        if !alive {
+            let secret = self.live("secrets", "Secret", namespace, secret_name, "")?;
+            let held = secret["data"]["token"].as_str().and_then(|t| STANDARD.decode(t).ok());
+            if held.as_deref() != Some(token.as_bytes()) {
+                return Err(TokenError::Invalidated(format!("the Secret {namespace}/{secret_name} no longer holds this token")));
+            }
+            self.live("serviceaccounts", "ServiceAccount", namespace, name, uid)?;
         }
-        self.live("serviceaccounts", "ServiceAccount", namespace, name, uid)?;
         Ok(user(namespace, name, uid))
     }
 }
