@@ -159,6 +159,7 @@ pub fn resources(crd: &Value) -> Vec<ResourceDef> {
                         format!("{group}/{} {kind} is deprecated", v["name"].as_str().unwrap_or_default())
                     })
                 }),
+                create_only: false,
             }
         })
         .collect()

@@ -98,10 +98,11 @@ impl Registry {
             .cloned()
     }
 
-    /// One served resource per storage (the first served version of each).
+    /// One served resource per storage (the first served version of each); review kinds,
+    /// which store nothing, are left out.
     pub fn by_storage(&self) -> Vec<Arc<ResourceDef>> {
         let mut seen = std::collections::HashSet::new();
-        self.all().into_iter().filter(|r| seen.insert(r.storage.clone())).collect()
+        self.all().into_iter().filter(|r| !r.create_only && seen.insert(r.storage.clone())).collect()
     }
 
     /// Every served resource.

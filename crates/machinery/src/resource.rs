@@ -43,6 +43,9 @@ pub struct ResourceDef {
     pub apply_types: ApplyTypes,
     /// For a deprecated version: the warning every response carries.
     pub deprecation_warning: Option<String>,
+    /// A review kind (TokenReview, SubjectAccessReview, ...): answered on create alone and
+    /// never stored, so discovery lists only `create` and every other verb is refused.
+    pub create_only: bool,
 }
 
 /// The schema server-side apply merges objects of a resource by: the kind's schema, with
@@ -127,6 +130,9 @@ impl ResourceDef {
 
     /// The verbs discovery lists.
     pub fn verbs(&self) -> Vec<&'static str> {
+        if self.create_only {
+            return vec!["create"];
+        }
         vec!["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
     }
 }
@@ -157,7 +163,14 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         scale: None,
         apply_types: ApplyTypes::default(),
         deprecation_warning: None,
+        create_only: false,
     }
+}
+
+/// A review kind of version `v1`: created to ask a question, answered in its `status`, never
+/// stored (kube-apiserver's authentication and authorization reviews).
+fn review(group: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceDef {
+    ResourceDef { create_only: true, ..builtin(group, "v1", kind, plural, namespaced, &[]) }
 }
 
 /// The built-in kinds.
@@ -173,7 +186,8 @@ pub fn builtins() -> Vec<ResourceDef> {
     crds.subresources = vec!["status".into()];
     crds.unconditional_update = false;
     // Services are served so that the `kubernetes` Service (and `kubectl cluster-info`,
-    // `kubectl get all`) work and webhooks can name a `service` target; nothing routes to them.
+    // `kubectl get all`) work and webhooks can name a `service` target (the API server's
+    // `webhooks::client::resolve`); nothing routes to them.
     let mut services = builtin("", "v1", "Service", "services", true, &["svc"]);
     services.subresources = vec!["status".into()];
     services.categories = vec!["all".into()];
@@ -192,15 +206,21 @@ pub fn builtins() -> Vec<ResourceDef> {
         events_v1,
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true, &[]),
         crds,
-        // Services name where admission and conversion webhooks are served (the API server's
-        // `webhooks::client::resolve`).
-        builtin("", "v1", "Service", "services", true, &["svc"]),
         builtin("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false, &[]),
         builtin("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", false, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, &[]),
         builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, &[]),
+        // Served by the API server's own handlers (`authn::service_accounts::requests`,
+        // `authz::reviews`); listed so that discovery, `kubectl create -f` and
+        // `kubectl api-resources` know them.
+        review("authentication.k8s.io", "TokenReview", "tokenreviews", false),
+        review("authentication.k8s.io", "SelfSubjectReview", "selfsubjectreviews", false),
+        review("authorization.k8s.io", "SubjectAccessReview", "subjectaccessreviews", false),
+        review("authorization.k8s.io", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false),
+        review("authorization.k8s.io", "LocalSubjectAccessReview", "localsubjectaccessreviews", true),
+        review("authorization.k8s.io", "SelfSubjectRulesReview", "selfsubjectrulesreviews", false),
     ]
 }
 

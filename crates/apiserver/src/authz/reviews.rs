@@ -68,7 +68,12 @@ async fn answer(state: &AppState, mut object: Value, attributes: Attributes) -> 
         Decision::Deny(reason) => json!({"allowed": false, "reason": reason}),
     };
     object["apiVersion"] = json!("authorization.k8s.io/v1");
-    object["metadata"] = json!({"creationTimestamp": null});
+    // The metadata posted comes back (a LocalSubjectAccessReview's namespace included), as
+    // kube-apiserver returns the review it was given with its status filled in.
+    if !object["metadata"].is_object() {
+        object["metadata"] = json!({});
+    }
+    object["metadata"]["creationTimestamp"] = Value::Null;
     object["status"] = status;
     (StatusCode::CREATED, Json(object)).into_response()
 }
@@ -125,7 +130,13 @@ pub async fn local_subject_access_review(State(state): State<Arc<AppState>>, Pat
         let user = spec_user(&object["spec"]);
         let mut attributes = spec_attributes(KIND, &object["spec"], user)?;
         match attributes.resource.as_mut() {
-            Some(r) if r.namespace.is_empty() || r.namespace == namespace => r.namespace = namespace.clone(),
+            Some(r) if r.namespace.is_empty() || r.namespace == namespace => {
+                r.namespace = namespace.clone();
+                if !object["metadata"].is_object() {
+                    object["metadata"] = json!({});
+                }
+                object["metadata"]["namespace"] = json!(namespace);
+            }
             Some(r) => {
                 return Err(ApiError::invalid(
                     KIND,

@@ -299,6 +299,11 @@ async fn dispatch_to(
     }
     let r = &target.resource;
     let ns = target.namespace.as_deref();
+    if r.create_only {
+        // Creates are routed to the review's own handler before this one; nothing is stored
+        // under its name to read, change or delete (kube-apiserver's wording).
+        return Err(ApiError::new(Reason::MethodNotAllowed, "the server does not allow this method on the requested resource"));
+    }
     match (method.clone(), target.name.as_deref()) {
         (method, Some(name)) if target.subresource.as_deref() == Some("token") => match (method, ns) {
             (Method::POST, Some(ns)) => crate::authn::service_accounts::requests::token_request(state, &headers, &body, ns, name).await,

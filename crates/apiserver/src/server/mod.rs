@@ -2,6 +2,7 @@
 //! HTTPS, writes the kubeconfig, then reports ready and serves until told to stop.
 
 pub mod auth;
+pub mod client_cert;
 mod files;
 pub use files::write_private;
 pub mod kubeconfig;

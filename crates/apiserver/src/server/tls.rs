@@ -21,8 +21,10 @@ pub struct Certificates {
     pub key_pem: String,
 }
 
-const CA_CERT: &str = "ca.crt";
-const CA_KEY: &str = "ca.key";
+/// The CA certificate's file in `<data dir>/pki`.
+pub(super) const CA_CERT: &str = "ca.crt";
+/// The CA key's file.
+pub(super) const CA_KEY: &str = "ca.key";
 const SERVER_CERT: &str = "server.crt";
 const SERVER_KEY: &str = "server.key";
 const SERVER_NAMES: &str = "server.names";
@@ -147,33 +149,8 @@ pub fn issue_client_certificate(dir: &Path, user: &str, groups: &[String]) -> Re
     issue_client_certificate_for(dir, user, groups, CLIENT_CERTIFICATE_VALIDITY)
 }
 
-/// [`issue_client_certificate`], valid from a minute ago for `validity`.
+/// [`issue_client_certificate`], valid from a minute ago for `validity` (one O per group: see
+/// [`super::client_cert`]).
 pub fn issue_client_certificate_for(dir: &Path, user: &str, groups: &[String], validity: std::time::Duration) -> Result<(String, String), ServeError> {
-    let tls = |e: rcgen::Error| ServeError::Tls(e.to_string());
-    // rcgen keeps one value per attribute type in a name, so a second organization would
-    // silently replace the first: refuse rather than issue a certificate missing a group.
-    if groups.len() > 1 {
-        return Err(ServeError::Tls(format!("a client certificate names one group (organization) here; got {}: {}", groups.len(), groups.join(", "))));
-    }
-    let pki = dir.join("pki");
-    let read = |f: &str| {
-        let path = pki.join(f);
-        std::fs::read_to_string(&path).map_err(|e| ServeError::io(format!("reading {}", path.display()), e))
-    };
-    let ca_key = KeyPair::from_pem(&read(CA_KEY)?).map_err(tls)?;
-    let issuer = Issuer::from_ca_cert_pem(&read(CA_CERT)?, ca_key).map_err(tls)?;
-    let key = KeyPair::generate().map_err(tls)?;
-    let mut params = CertificateParams::new(Vec::<String>::new()).map_err(tls)?;
-    params.distinguished_name.push(DnType::CommonName, user);
-    for group in groups {
-        params.distinguished_name.push(DnType::OrganizationName, group.as_str());
-    }
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
-    let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    let epoch = rcgen::date_time_ymd(1970, 1, 1);
-    params.not_before = epoch + since_epoch.saturating_sub(std::time::Duration::from_secs(60));
-    params.not_after = epoch + since_epoch.saturating_add(validity);
-    let cert = params.signed_by(&key, &issuer).map_err(tls)?;
-    Ok((cert.pem(), key.serialize_pem()))
+    super::client_cert::issue_in(dir, user, groups, validity)
 }

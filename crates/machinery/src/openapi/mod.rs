@@ -76,6 +76,11 @@ fn paths(resource: &ResourceDef, out: &mut Map<String, Value>) {
     } else {
         format!("{base}/{}", resource.plural)
     };
+    if resource.create_only {
+        // A review: created, answered, never stored; nothing to read, change or delete.
+        out.insert(collection, json!({"post": operation(resource, "post", false, Some(vec!["application/json"]))}));
+        return;
+    }
     let mut patch_types = vec!["application/json-patch+json", "application/merge-patch+json", "application/apply-patch+yaml"];
     if resource.crd.is_none() {
         patch_types.push("application/strategic-merge-patch+json");
