@@ -263,3 +263,31 @@ async fn a_legacy_resources_mode_composition_still_composes() {
         .await;
     assert_eq!(xr["spec"]["resourceRefs"][0]["namespace"], "default");
 }
+
+#[tokio::test]
+async fn composed_resources_are_observed_alike_from_the_cache_and_from_the_api() {
+    let plane = Plane::start().await;
+    plane.apply_yaml(XRD).await;
+    let xrd_kind = Kind::new("apiextensions.crossplane.io", "v1", "CompositeResourceDefinition", "compositeresourcedefinitions", false);
+    let xrd = plane.wait_object(&xrd_kind, None, "xapps.example.org", "the XRD to be established", |x| is_true(x, "Established")).await;
+    plane.apply_yaml(COMPOSITION).await;
+    plane.apply_yaml("apiVersion: example.org/v1\nkind: XApp\nmetadata:\n  name: alike\n  namespace: default\nspec:\n  color: blue\n").await;
+    let xr = plane.wait_object(&xapp_kind(), Some("default"), "alike", "the XR to be Ready", |x| is_true(x, "Ready") && is_true(x, "Synced")).await;
+    let xr_type = oxplane_composition::composite::shape::XrType::of(&xrd).unwrap();
+
+    // Read from the API (as while a cache syncs), then as a cache holds them: a function's
+    // request, and so its meta.tag and the response cache's key, must be the same either way.
+    let from_api = |_: &oxplane_runtime::kinds::Gvk, _: &object::ObjectKey| None;
+    let (read, read_objects) = oxplane_composition::composite::reconciler::observe(&plane.runtime, &xr_type, &xr, &from_api).await.unwrap();
+    assert_eq!(read.resources.len(), 2);
+    let stored = composed(&plane, &xr).await;
+    assert!(stored.iter().all(|cm| cm["metadata"].get("managedFields").is_some()), "the API serves managedFields");
+    let as_cached = |_: &oxplane_runtime::kinds::Gvk, key: &object::ObjectKey| {
+        let mut cm = stored.iter().find(|cm| object::name(cm) == Some(key.name.as_str()))?.clone();
+        cm["metadata"].as_object_mut()?.remove("managedFields");
+        Some(cm)
+    };
+    let (cached, cached_objects) = oxplane_composition::composite::reconciler::observe(&plane.runtime, &xr_type, &xr, &as_cached).await.unwrap();
+    assert_eq!(read_objects, cached_objects);
+    assert_eq!(read, cached);
+}

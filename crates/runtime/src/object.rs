@@ -109,6 +109,15 @@ pub fn remove_annotation(object: &mut Value, key: &str) {
     }
 }
 
+/// Removes `metadata.managedFields`: the caches keep objects without them, so an object read
+/// from the API is stripped the same way wherever it stands in for a cached one (a function's
+/// request, and so its `meta.tag`, must not depend on where an object was read from).
+pub fn strip_managed_fields(object: &mut Value) {
+    if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        metadata.remove("managedFields");
+    }
+}
+
 /// Sets a label.
 pub fn set_label(object: &mut Value, key: &str, value: &str) {
     if let Some(map) = metadata_map(object, "labels") {

@@ -692,8 +692,12 @@ cached: &(dyn Fn(&Gvk, &ObjectKey) -> Option<Value> + Sync),
         let key = ObjectKey::new(namespace.as_deref().filter(|_| kind.namespaced), name);
         let composed = match cached(&gvk, &key) {
             Some(object) => object,
+            // Read while its cache syncs: observed as the cache would hold it.
             None => match runtime.kube.get(&kind, key.namespace.as_deref(), name).await {
-                Ok(Some(object)) => object,
+                Ok(Some(mut object)) => {
+                    object::strip_managed_fields(&mut object);
+                    object
+                }
                 Ok(None) => continue,
                 Err(error) => return Err(format!("cannot get composed resource {name:?}: {error}")),
             },

@@ -169,9 +169,7 @@ impl Informer {
 
     /// What is kept of an object: all but its managed fields (and a CRD's schemas).
     fn slim(&self, mut object: Value) -> Value {
-        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            metadata.remove("managedFields");
-        }
+        object::strip_managed_fields(&mut object);
         if self.gvk.group == "apiextensions.k8s.io" && self.gvk.kind == "CustomResourceDefinition" {
             for version in object.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
                 if let Some(version) = version.as_object_mut() {
