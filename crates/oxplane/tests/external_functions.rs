@@ -231,3 +231,108 @@ fn python_functions_compose_beside_built_in_ones_insecure_and_over_mutual_tls() 
     }
     assert!(pythonic_tls.log().contains("Completed compose"), "{}", pythonic_tls.log());
 }
+
+/// How many calls the counting function has answered so far.
+fn calls(file: &std::path::Path) -> usize {
+    std::fs::read_to_string(file).map(|calls| calls.lines().count()).unwrap_or(0)
+}
+
+/// Restarts the server and waits until the XR `owls` was reconciled and the function's calls
+/// stopped; how many calls there were by then.
+fn restart_and_settle(server: &mut Server, calls_file: &std::path::Path) -> usize {
+    let results = sdk_results(server, "owls");
+    server.restart();
+    within(T, "a reconcile after the restart", || sdk_results(server, "owls") > results);
+    let mut settled = calls(calls_file);
+    // Quiet for a while: on a loaded machine a provider's first reconcile after the restart
+    // can come seconds later and change what the XR observes.
+    within(T, "the function's calls settle", || {
+        std::thread::sleep(Duration::from_secs(6));
+        let now = calls(calls_file);
+        std::mem::replace(&mut settled, now) == now
+    });
+    settled
+}
+
+/// How many times the XR `xr` got the SDK function's result event, counting folded repeats.
+fn sdk_results(server: &Server, xr: &str) -> u64 {
+    let events: serde_json::Value =
+        serde_json::from_str(&server.kubectl(&["get", "events", "--field-selector", &format!("involvedObject.name={xr}"), "-o", "json"])).unwrap();
+    events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["message"].as_str().is_some_and(|m| m.contains("composed sdk-made")))
+        .map(|event| event["count"].as_u64().unwrap_or(1))
+        .sum()
+}
+
+#[test]
+fn the_response_cache_answers_a_reconcile_with_the_same_request_after_a_restart() {
+    let mut server = Server::new(&["--enable-function-response-cache"]);
+    server.spawn();
+    let logs = tempfile::tempdir().unwrap();
+    let calls_file = logs.path().join("calls");
+    let sdk = FunctionServer::sdk_function_counting(None, logs.path(), Some(&calls_file));
+    server.apply(BUILTINS);
+    server.apply(&format!(
+        "apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: cached-sdk
+  annotations: {{render.crossplane.io/runtime: Development, render.crossplane.io/runtime-development-target: \"{}\"}}
+spec: {{package: xpkg.example.org/tests/function-sdk-python-example:v0.1.0}}
+",
+        sdk.address
+    ));
+    server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-auto-ready", "function/cached-sdk", "--timeout=90s"]);
+    server.apply(XRD);
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/xpetsets.example.org", "--timeout=90s"]);
+    server.apply(
+        "
+apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata: {name: cached}
+spec:
+  compositeTypeRef: {apiVersion: example.org/v1alpha1, kind: XPetSet}
+  mode: Pipeline
+  pipeline:
+  - step: made-with-the-sdk
+    functionRef: {name: cached-sdk}
+  - step: automatically-detect-ready-composed-resources
+    functionRef: {name: function-auto-ready}
+",
+    );
+    server.apply("apiVersion: example.org/v1alpha1\nkind: XPetSet\nmetadata: {name: owls}\nspec: {size: small, replicas: 1, compositionRef: {name: cached}}\n");
+    within(T, "owls Ready", || server.get(&["xpetset", "owls"]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced")));
+    let entries = server.dir().join("cache/xfn/cached-sdk");
+    // The XR's last status write is seen only by the next reconcile: a restart makes it, with
+    // the request the XR now keeps sending.
+    let settled = restart_and_settle(&mut server, &calls_file);
+    assert!(std::fs::read_dir(&entries).is_ok_and(|mut dir| dir.next().is_some()), "nothing cached in {}", entries.display());
+
+    // Reconciled again with the same request, the XR is answered from the cache (the function's
+    // result is recorded again) and the function is not called.
+    let versions = |server: &Server| {
+        let nops = composed_nops(server, "owls");
+        let xr = server.get(&["xpetset", "owls"]).unwrap();
+        (xr["metadata"]["resourceVersion"].clone(), nops.values().map(|n| n["metadata"]["resourceVersion"].clone()).collect::<Vec<_>>())
+    };
+    let before = versions(&server);
+    let results = sdk_results(&server, "owls");
+    server.restart();
+    within(T, "a reconcile after the restart", || sdk_results(&server, "owls") > results);
+    assert!(server.get(&["xpetset", "owls"]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced")));
+    assert_eq!(
+        calls(&calls_file),
+        settled,
+        "the function was called although its response was cached; calls by request tag:\n{}\nXR and composed resourceVersions before the restart {before:?}, after {:?}",
+        std::fs::read_to_string(&calls_file).unwrap_or_default(),
+        versions(&server)
+    );
+
+    // With the cache emptied, the same reconcile after a restart calls the function again.
+    std::fs::remove_dir_all(&entries).unwrap();
+    server.restart();
+    within(T, "the function called after the cache was emptied", || calls(&calls_file) > settled);
+}

@@ -7,10 +7,12 @@ spec fields it found there in `status.schemaFields` once the schema is answered.
 tells what it did.
 
 Flags as the SDK's templates name them: --address, --tls-certs-dir (or TLS_SERVER_CERTS_DIR),
---insecure.
+--insecure; and --calls-file, a file that gets one line per call (tests count the calls with it),
+and --ttl-seconds, how long a response may be reused (the SDK's default is a minute).
 """
 
 import argparse
+import datetime
 import os
 
 from crossplane.function import request, resource, response, runtime
@@ -21,8 +23,15 @@ from crossplane.function.proto.v1 import run_function_pb2_grpc as grpcv1
 class Runner(grpcv1.FunctionRunnerServiceServicer):
     """Composes `sdk-made` from the XR."""
 
+    def __init__(self, calls_file: str | None, ttl: datetime.timedelta):
+        self.calls_file = calls_file
+        self.ttl = ttl
+
     async def RunFunction(self, req: fnv1.RunFunctionRequest, _context) -> fnv1.RunFunctionResponse:  # noqa: N802
-        rsp = response.to(req)
+        if self.calls_file:
+            with open(self.calls_file, "a", encoding="utf-8") as calls:
+                calls.write(f"{req.meta.tag}\n")
+        rsp = response.to(req, ttl=self.ttl)
         xr = resource.struct_to_dict(req.observed.composite.resource)
         size = xr.get("spec", {}).get("size", "unset")
         resource.update(
@@ -61,9 +70,11 @@ def main() -> None:
     parser.add_argument("--address", default="0.0.0.0:9443")
     parser.add_argument("--tls-certs-dir", default=os.environ.get("TLS_SERVER_CERTS_DIR"))
     parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--calls-file")
+    parser.add_argument("--ttl-seconds", type=float, default=response.DEFAULT_TTL.total_seconds())
     args = parser.parse_args()
     runtime.serve(
-        Runner(),
+        Runner(args.calls_file, datetime.timedelta(seconds=args.ttl_seconds)),
         args.address,
         creds=None if args.insecure else runtime.load_credentials(args.tls_certs_dir),
         insecure=args.insecure,

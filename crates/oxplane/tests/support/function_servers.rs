@@ -67,9 +67,20 @@ impl FunctionServer {
 
     /// The test function written with crossplane-function-sdk-python.
     pub fn sdk_function(tls_certs_dir: Option<&Path>, log_dir: &Path) -> FunctionServer {
+        FunctionServer::sdk_function_counting(tls_certs_dir, log_dir, None)
+    }
+
+    /// The test function written with crossplane-function-sdk-python, writing one line per
+    /// call into `calls_file` when one is given; its responses live ten minutes (so a cached
+    /// one outlives a slow restart).
+    pub fn sdk_function_counting(tls_certs_dir: Option<&Path>, log_dir: &Path, calls_file: Option<&Path>) -> FunctionServer {
         let script = repo_root().join("crates/oxplane/tests/python/sdk_function.py");
-        let script = script.to_str().unwrap().to_string();
-        FunctionServer::start(&venv_program("bin/python"), &[&script], tls_certs_dir, log_dir)
+        let mut args = vec![script.to_str().unwrap().to_string()];
+        if let Some(file) = calls_file {
+            args.extend(["--calls-file".to_string(), file.to_str().unwrap().to_string(), "--ttl-seconds".to_string(), "600".to_string()]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        FunctionServer::start(&venv_program("bin/python"), &args, tls_certs_dir, log_dir)
     }
 
     /// `oxplane function serve NAME`.
