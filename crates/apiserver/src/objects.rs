@@ -67,6 +67,31 @@ pub fn validate_name(name: &str) -> Option<Cause> {
     })
 }
 
+/// Kubernetes' checks of an object's `metadata.labels` (qualified-name keys, label values) and
+/// `metadata.annotations` keys (qualified names once lower-cased), one cause per problem, as
+/// kube-apiserver's `ValidateObjectMeta` reports them for every kind.
+pub fn validate_labels_and_annotations(object: &Value) -> Vec<Cause> {
+    use oxplane_machinery::golang::go_quote;
+    use oxplane_machinery::selectors::{label_key_problems, label_value_problems};
+    let invalid = |field: &str, value: &str, problem: String| Cause {
+        reason: "FieldValueInvalid".into(),
+        message: format!("Invalid value: {}: {problem}", go_quote(value)),
+        field: field.into(),
+    };
+    let mut causes = Vec::new();
+    let map = |field: &str| object.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_object);
+    for (key, value) in map("labels").into_iter().flatten() {
+        causes.extend(label_key_problems(key).into_iter().map(|p| invalid("metadata.labels", key, p)));
+        if let Some(value) = value.as_str() {
+            causes.extend(label_value_problems(value).into_iter().map(|p| invalid("metadata.labels", value, p)));
+        }
+    }
+    for key in map("annotations").into_iter().flatten().map(|(key, _)| key) {
+        causes.extend(label_key_problems(&key.to_lowercase()).into_iter().map(|p| invalid("metadata.annotations", key, p)));
+    }
+    causes
+}
+
 /// Checks a name that only has to be one URL path segment (RBAC's roles and bindings): not
 /// `.` or `..`, no `/` or `%`.
 pub fn validate_path_segment_name(name: &str) -> Option<Cause> {
@@ -105,6 +130,23 @@ pub fn metadata_list<'a>(items: impl IntoIterator<Item = &'a Value>, metadata: V
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_and_annotation_keys_are_checked_as_kubernetes_checks_them() {
+        let good = json!({"metadata": {"labels": {"app.kubernetes.io/name": "web", "tier": "", "Version": "v1_2.3"},
+                                        "annotations": {"Example.com/Owner": "any value: at all!", "note": ""}}});
+        assert!(validate_labels_and_annotations(&good).is_empty());
+        let bad = json!({"metadata": {"labels": {"tier": "not valid!", "bad key!": "x", "a/b/c": "x"}, "annotations": {"-lead": "x"}}});
+        let causes = validate_labels_and_annotations(&bad);
+        let text: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        assert!(text.iter().any(|t| t.starts_with(r#"metadata.labels: Invalid value: "not valid!": a valid label must be an empty string"#)), "{text:?}");
+        assert!(text.iter().any(|t| t.starts_with(r#"metadata.labels: Invalid value: "bad key!": name part must consist of"#)), "{text:?}");
+        assert!(text.iter().any(|t| t.starts_with(r#"metadata.labels: Invalid value: "a/b/c": a qualified name must consist of"#)), "{text:?}");
+        assert!(text.iter().any(|t| t.starts_with(r#"metadata.annotations: Invalid value: "-lead": name part must consist of"#)), "{text:?}");
+        assert!(causes.iter().all(|c| c.reason == "FieldValueInvalid"));
+        let long = json!({"metadata": {"labels": {"x": "v".repeat(64)}}});
+        assert_eq!(validate_labels_and_annotations(&long)[0].message, format!(r#"Invalid value: "{}": must be no more than 63 characters"#, "v".repeat(64)));
+    }
 
     #[test]
     fn names_follow_dns_subdomain_rules() {

@@ -2,9 +2,11 @@
 //! applied unchanged, get what Crossplane gives them. One test per defect found that way:
 //! XRDs refused at admission by the CRDs they would generate, namespaced Usages of their own
 //! namespace, spec fields and generations only users change, provider CRDs owned by their
-//! revision with a revision history, common annotations, every 422 with its causes, field
-//! managers named as Crossplane's, and a missing function reported by its real cause.
+//! revision with a revision history, common annotations, every 422 with its causes (on every
+//! write path, for built-in and custom kinds), field managers named as Crossplane's, and a
+//! missing function reported by its real cause.
 
+use crate::crossplane_crds::{invalid, unexpected_answer};
 use crate::support;
 
 use std::time::Duration;
@@ -355,4 +357,36 @@ fn every_getting_started_command_of_the_readme_works_as_written() {
     assert!(ran >= 8, "{block}");
     let size = server.kubectl(&["get", "app", "my-app", "-o", "jsonpath={.status.databaseSize}"]);
     assert_eq!(size, "db.t3.medium");
+}
+
+/// Every write path (create, update, merge and JSON patch, server-side and client-side apply)
+/// refuses an invalid built-in object and an invalid custom resource with a 422 whose causes
+/// kubectl prints after "is invalid:" (kube-apiserver's `details.causes`; without them kubectl
+/// prints the bare "is invalid").
+#[test]
+fn every_write_path_says_why_it_refuses() {
+    let server = Server::start();
+    let config_map = |labels: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n  labels: {{{labels}}}\ndata: {{a: b}}\n");
+    let environment = |data: &str| format!("apiVersion: apiextensions.crossplane.io/v1beta1\nkind: EnvironmentConfig\nmetadata:\n  name: settings\ndata: {data}\n");
+    let bad_label = r#"metadata.labels: Invalid value: "not valid!""#;
+    let bad_data = r#"data: Invalid value: "integer""#;
+    // (what, valid manifest, invalid manifest, object, merge patch, JSON patch, the cause kubectl prints)
+    let kinds = [
+        ("ConfigMap", config_map("tier: gold"), config_map("tier: 'not valid!'"), "configmap/settings", r#"{"metadata":{"labels":{"tier":"not valid!"}}}"#, r#"[{"op":"replace","path":"/metadata/labels/tier","value":"not valid!"}]"#, bad_label),
+        ("EnvironmentConfig", environment("{tier: gold}"), environment("1"), "environmentconfig/settings", r#"{"data":1}"#, r#"[{"op":"replace","path":"/data","value":1}]"#, bad_data),
+    ];
+    let mut wrong = Vec::new();
+    for (kind, valid, refused, object, merge, json_patch, cause) in &kinds {
+        let expected = invalid(kind, "settings", cause);
+        let mut check = |path: &str, answer: Result<String, String>| wrong.extend(unexpected_answer(&format!("{kind} {path}"), answer, &expected));
+        check("create", server.kubectl_try(&["create", "-f", "-"], refused));
+        check("server-side apply (create)", server.kubectl_try(&["apply", "--server-side", "-f", "-"], refused));
+        server.apply(valid);
+        check("update", server.kubectl_try(&["replace", "-f", "-"], refused));
+        check("merge patch", server.kubectl_try(&["patch", object, "-n", "default", "--type=merge", "-p", merge], ""));
+        check("JSON patch", server.kubectl_try(&["patch", object, "-n", "default", "--type=json", "-p", json_patch], ""));
+        check("client-side apply (patch)", server.kubectl_try(&["apply", "-f", "-"], refused));
+        check("server-side apply (patch)", server.kubectl_try(&["apply", "--server-side", "--force-conflicts", "-f", "-"], refused));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -147,6 +147,10 @@ pub(crate) fn is_crd(resource: &ResourceDef) -> bool {
 
 /// Kind-specific validation of the object about to be stored.
 pub(super) fn validate(resource: &ResourceDef, object: &Value, name: &str) -> Result<(), ApiError> {
+    let causes = crate::objects::validate_labels_and_annotations(object);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(&resource.kind, &resource.group, name, causes));
+    }
     if is_crd(resource) {
         let causes = crate::crd::validate(object);
         if !causes.is_empty() {

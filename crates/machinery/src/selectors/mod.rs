@@ -21,3 +21,4 @@ pub use field::{
     FieldOperator, FieldRequirement, FieldSelector, escape_value, field_value, unescape_value,
 };
 pub use label::{LabelOperator, LabelRequirement, LabelSelector};
+pub use validation::{label_key_problems, label_value_problems};

@@ -66,8 +66,9 @@ fn is_lower_alnum(b: u8) -> bool {
     b.is_ascii_lowercase() || b.is_ascii_digit()
 }
 
-/// Every reason `key` is not a valid label key; empty when it is valid.
-pub(crate) fn label_key_problems(key: &str) -> Vec<String> {
+/// Every reason `key` is not a valid label key (a qualified name, as annotation keys are too);
+/// empty when it is valid.
+pub fn label_key_problems(key: &str) -> Vec<String> {
     let name_hint = || {
         regex_hint(
             QUALIFIED_NAME_RULE,
@@ -115,7 +116,7 @@ pub(crate) fn label_key_problems(key: &str) -> Vec<String> {
 }
 
 /// Every reason `value` is not a valid label value; empty when it is valid.
-pub(crate) fn label_value_problems(value: &str) -> Vec<String> {
+pub fn label_value_problems(value: &str) -> Vec<String> {
     let mut problems = Vec::new();
     if value.len() > VALUE_MAX_LEN {
         problems.push(max_len_problem(VALUE_MAX_LEN));
