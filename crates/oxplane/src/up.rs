@@ -62,11 +62,10 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().extensions.add_metrics(move || metrics.render());
             let watches = controllers.watches.clone();
             server.state().extensions.add_debug_page("watches", move || watches.debug());
-            // Without controllers here, protection comes from whatever runs them (`oxplane
-            // controllers` registers its webhook): a Usage nobody reconciles protects nothing.
-            if options.controllers {
-                server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
-            }
+            // Also without controllers here: an API-only replica beside replicas that run them
+            // must refuse what they protect. Where `oxplane controllers` registered its webhook,
+            // the hook leaves the decision to it.
+            server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
             server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
         let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());

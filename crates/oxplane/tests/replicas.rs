@@ -271,3 +271,29 @@ fn the_leader_killed_while_composing_500_composites_creates_each_composed_resour
     }
     assert_eq!(cloud.live().len(), COMPOSITES, "things in the cloud (the leader died at {before})");
 }
+
+#[test]
+fn an_api_only_replica_refuses_deleting_what_a_usage_protects() {
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = encryption_config(config_dir.path());
+    let prefix = testing::unique_prefix("api-only");
+    let with_controllers = replicas(1, &prefix, &config, &[]).remove(0);
+    let api_only = replicas(1, &prefix, &config, &["--controllers=false"]).remove(0);
+    within(Duration::from_secs(60), "the Usage kind served", || {
+        api_only.kubectl_try(&["get", "usages.protection.crossplane.io"], "").is_ok()
+    });
+    api_only.kubectl(&["create", "configmap", "db-config"]);
+    api_only.apply(
+        "apiVersion: protection.crossplane.io/v1beta1\nkind: Usage\nmetadata: {name: keep-db-config, namespace: default}\nspec:\n  of: {apiVersion: v1, kind: ConfigMap, resourceRef: {name: db-config}}\n  reason: the database reads db-config\n",
+    );
+    within(Duration::from_secs(60), "db-config labelled in use by the replica running the controllers", || {
+        api_only.get(&["configmap", "db-config"]).is_some_and(|c| c["metadata"]["labels"]["crossplane.io/in-use"] == "true")
+    });
+    let refused = api_only.kubectl_fails(&["delete", "configmap", "db-config"], "");
+    assert!(refused.contains("This resource is in-use by 1 usage(s)"), "{refused}");
+    assert!(api_only.get(&["configmap", "db-config"]).is_some());
+    with_controllers.kubectl(&["delete", "usage.protection.crossplane.io", "keep-db-config"]);
+    within(Duration::from_secs(60), "db-config deletable once the Usage is gone", || {
+        api_only.kubectl_try(&["delete", "configmap", "db-config"], "").is_ok()
+    });
+}

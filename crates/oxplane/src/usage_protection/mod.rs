@@ -2,8 +2,9 @@
 //! Crossplane runs as the `nousages.protection.crossplane.io` webhook): deleting an object
 //! labelled `crossplane.io/in-use` that a Usage names is refused with 409, and the attempt
 //! and its propagation policy are recorded on the object so the Usage can replay it. The
-//! hook runs in `oxplane up` with its controllers; `webhook.rs` serves the same check as an
-//! admission webhook for `oxplane controllers`.
+//! hook runs in every `oxplane up`, also one that serves only the API beside replicas running
+//! the controllers; `webhook.rs` serves the same check as an admission webhook for `oxplane
+//! controllers`, and where that webhook is registered the hook leaves the decision to it.
 
 pub mod webhook;
 
@@ -30,6 +31,12 @@ impl AdmissionHook for UsageProtection {
     fn validate<'a>(&'a self, state: &'a AppState, request: &'a AdmissionRequest<'a>, object: &'a Value) -> HookFuture<'a> {
         Box::pin(async move {
             if request.operation != Operation::Delete || object.pointer("/metadata/labels/crossplane.io~1in-use").and_then(Value::as_str) != Some("true") {
+                return Ok(());
+            }
+            // `oxplane controllers` registered Crossplane's webhook: the API server calls it, and
+            // its failure policy (not this hook) decides while it cannot be reached.
+            let registered = format!("{}{}", oxplane_apiserver::webhooks::config::VALIDATING_PREFIX, webhook::CONFIGURATION);
+            if state.cache.get(&registered).0.is_some() {
                 return Ok(());
             }
             let mut found = Vec::new();
