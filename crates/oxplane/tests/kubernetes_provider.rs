@@ -172,6 +172,23 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     let conn = c.get(&control, &secret_kind(), Some("default"), "db-conn").unwrap();
     assert_eq!(oxplane_runtime::managed::connection::decode_data(&conn)["password"], b"hunter2");
 
+    // patchesFrom copies a field of an object in the control plane into the manifest; a
+    // reference to an object that does not exist is Synced=False, naming it.
+    c.create(&control, &config_map_kind(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-settings", "namespace": "default"}, "data": {"region": "eu-west"}}));
+    let mut patched = object("patched", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "team-a"}, "data": {"fixed": "yes"}}));
+    patched["spec"]["references"] = json!([{"patchesFrom": {"apiVersion": "v1", "kind": "ConfigMap", "name": "app-settings", "namespace": "default", "fieldPath": "data.region"}, "toFieldPath": "data.location"}]);
+    c.create(&control, &object_kind(), patched);
+    c.wait_object("patched", "the patched Object to be Ready", ready_and_synced);
+    let on_target = c.get(&target, &config_map_kind(), Some("team-a"), "patched").unwrap();
+    assert_eq!(on_target["data"], json!({"fixed": "yes", "location": "eu-west"}));
+    let mut dangling = object("dangling", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "team-a"}}));
+    dangling["spec"]["references"] = json!([{"patchesFrom": {"apiVersion": "v1", "kind": "ConfigMap", "name": "no-such-settings", "namespace": "default", "fieldPath": "data.region"}}]);
+    c.create(&control, &object_kind(), dangling);
+    let failing = c.wait_object("dangling", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
+    let message = conditions::get(&failing, "Synced").unwrap().message;
+    assert!(message.contains("cannot resolve references: ConfigMap no-such-settings not found"), "{message}");
+    assert!(c.get(&target, &config_map_kind(), Some("team-a"), "dangling").is_none());
+
     // InjectedIdentity: the control plane itself.
     c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "local"}, "spec": {"credentials": {"source": "InjectedIdentity"}}}));
     let mut local = object("local-cm", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"here": "yes"}}));
