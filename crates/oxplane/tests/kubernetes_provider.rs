@@ -212,6 +212,30 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     let message = conditions::get(&failing, "Synced").unwrap().message;
     assert!(message.contains("https://127.0.0.1:9"), "{message}");
 
+    // A target user RBAC allows nothing: Synced=False with the target's 403, nothing applied.
+    let limited_path = c._servers.0.dir().join("kubeconfig-limited");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["kubeconfig", "--user", "limited", "--data-dir"])
+        .arg(c._servers.0.dir())
+        .arg("--output")
+        .arg(&limited_path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let limited = std::fs::read_to_string(&limited_path).unwrap();
+    c.create(&control, &secret_kind(), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "limited-kubeconfig", "namespace": "default"}, "stringData": {"kubeconfig": limited}}));
+    c.create(&control, &config_kind, json!({
+        "apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "limited"},
+        "spec": {"credentials": {"source": "Secret", "secretRef": {"namespace": "default", "name": "limited-kubeconfig", "key": "kubeconfig"}}}
+    }));
+    let mut refused = object("refused", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}}));
+    refused["spec"]["providerConfigRef"] = json!({"name": "limited"});
+    c.create(&control, &object_kind(), refused);
+    let failing = c.wait_object("refused", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
+    let message = conditions::get(&failing, "Synced").unwrap().message;
+    assert!(message.contains(r#"configmaps "refused" is forbidden: User "limited" cannot"#), "{message}");
+    assert!(c.get(&target, &config_map_kind(), Some("default"), "refused").is_none());
+
     // Deleting an Object deletes its object on the target.
     c.rt.block_on(control.delete(&object_kind(), None, "team-settings", &Default::default())).unwrap();
     c.wait("the ConfigMap to be deleted on the target", || c.get(&target, &config_map_kind(), Some("team-a"), "team-settings").is_none());
