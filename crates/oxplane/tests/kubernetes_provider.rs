@@ -234,6 +234,7 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     let failing = c.wait_object("refused", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
     let message = conditions::get(&failing, "Synced").unwrap().message;
     assert!(message.contains(r#"configmaps "refused" is forbidden: User "limited" cannot"#), "{message}");
+    assert!(message.contains(&url_of(&limited)), "the message names the target: {message}");
     assert!(c.get(&target, &config_map_kind(), Some("default"), "refused").is_none());
 
     // Deleting an Object deletes its object on the target.
