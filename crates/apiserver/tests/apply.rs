@@ -174,3 +174,26 @@ async fn writes_that_change_nothing_are_not_persisted() {
     assert_ne!(changed.metadata.resource_version, version);
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_resource_version_in_the_applied_configuration_is_a_precondition() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let created = cms.patch("applied", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    let current = created.metadata.resource_version.clone().unwrap();
+
+    // The current resourceVersion: applied, with force (a pinned apply still takes fields).
+    let mut pinned = cm(json!({"a": "2"}));
+    pinned["metadata"]["resourceVersion"] = json!(current);
+    let updated = cms.patch("applied", &PatchParams::apply("alice"), &Patch::Apply(pinned.clone())).await.unwrap();
+    assert_eq!(updated.data.as_ref().unwrap()["a"], "2");
+
+    // A stale one: 409 as kube-apiserver answers, and nothing changed.
+    pinned["data"] = json!({"a": "3"});
+    let error = cms.patch("applied", &PatchParams::apply("alice").force(), &Patch::Apply(pinned)).await.unwrap_err();
+    let kube::Error::Api(status) = &error else { panic!("{error:?}") };
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"), "{status:?}");
+    assert!(status.message.contains("the object has been modified"), "{}", status.message);
+    assert_eq!(cms.get("applied").await.unwrap().data.unwrap()["a"], "2");
+}

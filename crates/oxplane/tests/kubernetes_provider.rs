@@ -237,6 +237,16 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     assert!(message.contains(&url_of(&limited)), "the message names the target: {message}");
     assert!(c.get(&target, &config_map_kind(), Some("default"), "refused").is_none());
 
+    // A manifest pinned to a resourceVersion the target's object no longer has: the target's 409
+    // Conflict, naming the target, and the object left as it was.
+    c.create(&target, &config_map_kind(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pinned", "namespace": "team-a"}, "data": {"v": "1"}}));
+    let pinned = object("pinned", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "team-a", "resourceVersion": "1"}, "data": {"v": "2"}}));
+    c.create(&control, &object_kind(), pinned);
+    let failing = c.wait_object("pinned", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
+    let message = conditions::get(&failing, "Synced").unwrap().message;
+    assert!(message.contains("the object has been modified") && message.contains(&url_of(&kubeconfig)), "{message}");
+    assert_eq!(c.get(&target, &config_map_kind(), Some("team-a"), "pinned").unwrap()["data"]["v"], "1");
+
     // Deleting an Object deletes its object on the target.
     c.rt.block_on(control.delete(&object_kind(), None, "team-settings", &Default::default())).unwrap();
     c.wait("the ConfigMap to be deleted on the target", || c.get(&target, &config_map_kind(), Some("team-a"), "team-settings").is_none());

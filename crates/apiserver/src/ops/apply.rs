@@ -78,6 +78,13 @@ pub async fn apply(state: &AppState, target: &ObjectTarget<'_>, body: &[u8], opt
     for attempt in 0..super::RACE_RETRIES {
         super::after_race(attempt).await;
         let kv = state.store.get(&target.key()).await.map_err(store_error)?.kv;
+        // A resourceVersion in the configuration is a precondition, as kube-apiserver makes it:
+        // applied against another version of the object, it is a 409 Conflict.
+        if let (Some(pinned), Some(kv)) = (objects::meta_str(&config, "resourceVersion").filter(|v| !v.is_empty()), kv.as_ref())
+            && pinned != kv.mod_revision.to_string()
+        {
+            return Err(ApiError::conflict(&resource.group, &resource.plural, name));
+        }
         let old = kv.as_ref().map(objects::from_store).transpose()?;
         // The configuration speaks the client's version of the object.
         let live = match old.clone() {
