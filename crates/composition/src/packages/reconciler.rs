@@ -190,13 +190,7 @@ impl PackageReconciler {
                 status.insert(key, value);
             }
         }
-        if conditions::status_of(&revision) != before {
-            match self.kube.replace_status(&self.installer.revision_kind(), &revision).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => {}
-                Err(error) => return Err(error.into()),
-            }
-        }
+        write_status_if_changed(&self.kube, &self.installer.revision_kind(), &revision, &before).await?;
         Ok(())
     }
 
@@ -275,6 +269,19 @@ pub(super) async fn create_revision(
     }
 }
 
+/// Writes `object`'s status when it differs from `before` (the status it was read with);
+/// `false` when the object is gone.
+pub(super) async fn write_status_if_changed(kube: &Kube, kind: &Kind, object: &Value, before: &Value) -> Result<bool, ReconcileError> {
+    if &conditions::status_of(object) == before {
+        return Ok(true);
+    }
+    match kube.replace_status(kind, object).await {
+        Ok(_) => Ok(true),
+        Err(error) if error.is_not_found() => Ok(false),
+        Err(error) => Err(error.into()),
+    }
+}
+
 /// The package a revision's watch event wakes (its `pkg.crossplane.io/package` label).
 pub(super) fn package_of_revision(event: &WatchEvent) -> Vec<ObjectKey> {
     let revision = match event {
@@ -310,12 +317,8 @@ impl Reconciler for PackageReconciler {
         };
         let before = conditions::status_of(&package);
         let result = self.run(&mut package).await;
-        if conditions::status_of(&package) != before {
-            match self.kube.replace_status(&kind, &package).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(Action::Done),
-                Err(error) => return Err(error.into()),
-            }
+        if !write_status_if_changed(&self.kube, &kind, &package, &before).await? {
+            return Ok(Action::Done);
         }
         result
     }

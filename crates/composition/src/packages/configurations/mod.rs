@@ -34,7 +34,7 @@ use oxplane_xpkg::registry::Credentials;
 use serde_json::{Value, json};
 
 use super::LABEL_PACKAGE;
-use super::reconciler::{collect_revision_garbage, create_revision, package_of_revision};
+use super::reconciler::{collect_revision_garbage, create_revision, package_of_revision, write_status_if_changed};
 
 /// The namespace pull secrets are read from (Crossplane's own namespace).
 pub const PACKAGE_NAMESPACE: &str = "crossplane-system";
@@ -159,13 +159,7 @@ impl ConfigurationReconciler {
                 self.recorder.warning(&revision, "SyncPackage", message);
             }
         }
-        if conditions::status_of(&revision) != before {
-            match self.kube.replace_status(&configuration_revision_kind(), &revision).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => {}
-                Err(error) => return Err(error.into()),
-            }
-        }
+        write_status_if_changed(&self.kube, &configuration_revision_kind(), &revision, &before).await?;
 
         if active {
             conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
@@ -309,12 +303,8 @@ impl Reconciler for ConfigurationReconciler {
         };
         let before = conditions::status_of(&package);
         let result = self.run(&mut package).await;
-        if conditions::status_of(&package) != before {
-            match self.kube.replace_status(&kind, &package).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(Action::Done),
-                Err(error) => return Err(error.into()),
-            }
+        if !write_status_if_changed(&self.kube, &kind, &package, &before).await? {
+            return Ok(Action::Done);
         }
         result
     }
