@@ -13,7 +13,7 @@ use oxplane_runtime::object;
 use oxplane_runtime::provider::{BuiltinProvider, package_name};
 use serde_json::json;
 
-use crate::packages::{self, FunctionInstaller, FunctionRegistry, ProviderInstaller, crd_kind, provider_kind};
+use crate::packages::{self, FunctionInstaller, FunctionRegistry, Installer, ProviderInstaller, crd_kind, provider_kind};
 
 /// The field manager oxplane applies its own CRDs with.
 pub const FIELD_MANAGER: &str = "oxplane";
@@ -109,13 +109,16 @@ impl Core {
             functions.clone(),
             crate::xrd::controller::XrdSettings { reassert: options.reassert, circuit: options.circuit },
         );
+        let function_installer = Arc::new(
+            FunctionInstaller::new(functions.clone(), options.functions)
+                .with_tls_dir(options.function_tls_dir)
+                .with_response_cache(options.function_response_cache),
+        );
+        let builtins = [("Provider", providers.builtin_names()), ("Function", function_installer.builtin_names())].into_iter().collect();
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),
-            packages::start_controller(runtime, Arc::new(
-                FunctionInstaller::new(functions.clone(), options.functions)
-                    .with_tls_dir(options.function_tls_dir)
-                    .with_response_cache(options.function_response_cache),
-            )),
+            packages::start_controller(runtime, function_installer),
+            packages::lock::start_controller(runtime, builtins),
             packages::configurations::start_controller(
                 runtime,
                 options.package_cache_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("oxplane-xpkg-cache")),

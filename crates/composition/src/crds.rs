@@ -22,7 +22,7 @@ macro_rules! crd_files {
 
 /// Every core CRD, in the order they are applied: definitions and compositions first, then
 /// usages, then packages, so a reader of the list meets the kinds in the spec's order.
-const FILES: [CrdFile; 14] = crd_files![
+const FILES: [CrdFile; 15] = crd_files![
     "apiextensions.crossplane.io/compositeresourcedefinitions.yaml",
     "apiextensions.crossplane.io/compositions.yaml",
     "apiextensions.crossplane.io/compositionrevisions.yaml",
@@ -37,6 +37,7 @@ const FILES: [CrdFile; 14] = crd_files![
     "pkg.crossplane.io/configurations.yaml",
     "pkg.crossplane.io/configurationrevisions.yaml",
     "pkg.crossplane.io/deploymentruntimeconfigs.yaml",
+    "pkg.crossplane.io/locks.yaml",
 ];
 
 /// The CRDs of Crossplane's Operations (alpha), served only with `--enable-operations`.

@@ -150,6 +150,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         ("pkg.crossplane.io/v1", "configurations", &[], &["crossplane", "pkg"], false),
         ("pkg.crossplane.io/v1", "configurationrevisions", &[], &["crossplane", "pkgrev"], false),
         ("pkg.crossplane.io/v1beta1", "deploymentruntimeconfigs", &[], &["crossplane"], false),
+        ("pkg.crossplane.io/v1beta1", "locks", &[], &[], false),
     ];
     for (group_version, plural, short_names, categories, namespaced) in expected {
         let list = plane.client.list_api_group_resources(group_version).await.unwrap();

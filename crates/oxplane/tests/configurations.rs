@@ -2,9 +2,9 @@
 //! end to end with the real kubectl: the getting-started API built with `oxplane xpkg build`
 //! from `examples/getting-started-package` and pushed with `oxplane xpkg push` installs from
 //! a `Configuration` (its revision named after the digest, Healthy, owning the XRD and the
-//! Composition), and an App of its XRD composes. A missing tag, a package holding a kind a
-//! Configuration may not hold, a blob damaged in the registry and a missing dependency each
-//! leave a condition naming the cause, and install nothing.
+//! Composition), and an App of its XRD composes. A missing tag, a package holding a kind a Configuration may not
+//! hold and a blob damaged in the registry each leave a condition naming the cause, and
+//! install nothing.
 
 use crate::support;
 
@@ -25,18 +25,18 @@ fn example(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(path).to_str().unwrap().to_string()
 }
 
-fn configuration(name: &str, package: &str) -> String {
+pub(crate) fn configuration(name: &str, package: &str) -> String {
     format!("apiVersion: pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: {name}\nspec:\n  package: {package}\n")
 }
 
 /// Pushes a package whose `package.yaml` is `stream` as given; returns its digest.
-fn push_stream(reference: &str, stream: &str) -> String {
+pub(crate) fn push_stream(reference: &str, stream: &str) -> String {
     let image = oxplane_xpkg::build::image_of_stream(stream).unwrap();
     tokio::runtime::Runtime::new().unwrap().block_on(push(&image, reference, &Credentials::Anonymous)).unwrap()
 }
 
 /// The condition's `(status, reason, message)` once `check` accepts it.
-fn wait_condition(server: &Server, what: &str, type_: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub(crate) fn wait_condition(server: &Server, what: &str, type_: &str, check: impl Fn(&Value) -> bool) -> Value {
     let mut last = Value::Null;
     within(Duration::from_secs(60), &format!("{what} {type_}"), || {
         last = server.get(&[what]).and_then(|o| condition(&o, type_)).unwrap_or(Value::Null);
@@ -58,15 +58,13 @@ fn a_configuration_from_a_registry_installs_its_api_and_an_app_composes() {
     let digest = oxplane_xpkg::layout::read(&file).unwrap().digest();
 
     let server = Server::start();
-    // Applied before its dependencies: the revision says which are missing.
-    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("getting-started", &reference));
-    let healthy = wait_condition(&server, "configuration/getting-started", "Healthy", |c| c["status"] == "False");
-    let message = healthy["message"].as_str().unwrap();
-    assert!(message.starts_with("Package revision health is \"False\" with message: cannot resolve package dependencies: missing dependencies: \"xpkg.crossplane.io/crossplane-contrib/provider-nop\" (>=v0.5.0)"), "{message}");
-    assert!(server.get(&["xrd", "apps.example.org"]).is_none(), "nothing is installed before the dependencies are");
-
+    // Its dependencies installed first, under the names its Composition's steps use: the
+    // resolver installs nothing more.
     server.kubectl(&["apply", "-f", &example("getting-started/00-provider.yaml"), "-f", &example("getting-started/01-functions.yaml")]);
+    server.kubectl_stdin(&["apply", "-f", "-"], &configuration("getting-started", &reference));
     server.kubectl(&["wait", "--for=condition=Healthy", "configuration/getting-started", "--timeout=90s"]);
+    let packages = server.kubectl(&["get", "providers,functions", "-o", "name"]);
+    assert_eq!(packages.lines().collect::<Vec<_>>(), ["provider.pkg.crossplane.io/provider-nop", "function.pkg.crossplane.io/function-auto-ready", "function.pkg.crossplane.io/function-patch-and-transform"]);
     let installed = server.get(&["configuration", "getting-started"]).unwrap();
     assert_eq!(condition(&installed, "Installed").unwrap()["reason"], "ActivePackageRevision");
     assert_eq!(condition(&installed, "Healthy").unwrap()["reason"], "HealthyPackageRevision", "{installed}");

@@ -33,6 +33,7 @@ mod operations;
 mod leader_election;
 mod managed_crash;
 mod operations_logs;
+mod package_dependencies;
 mod providers;
 mod python_client;
 mod realtime;

@@ -149,6 +149,16 @@ pub async fn resolve(reference: &str, credentials: &Credentials) -> Result<Strin
     }
 }
 
+/// The tags of the repository `source` (`registry/repository`, no tag) names.
+pub async fn tags(source: &str, credentials: &Credentials) -> Result<Vec<String>, XpkgError> {
+    let reference = parse_reference(source)?;
+    let client = client(&reference);
+    let auth = credentials.auth();
+    client.auth(&reference, &auth, RegistryOperation::Pull).await.map_err(registry_error("authenticate to list the tags of", &reference))?;
+    let listed = client.list_tags(&reference, &auth, None, None).await.map_err(registry_error("list the tags of", &reference))?;
+    Ok(listed.tags)
+}
+
 /// Pulls the image `reference` names, verifying every digest.
 pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, XpkgError> {
     let reference = parse_reference(reference)?;

@@ -13,9 +13,12 @@
 //! - `providers.rs`: what installing a provider means.
 //! - `functions.rs`: what installing a function means, and the registry pipelines call.
 //! - `configurations/`: Configurations pulled from OCI registries and what they install.
+//! - `lock.rs`: the Lock every active revision writes itself into, and the resolver that
+//!   installs the dependencies nobody installed.
 
 pub mod configurations;
 mod functions;
+pub mod lock;
 mod providers;
 mod reconciler;
 
@@ -24,6 +27,11 @@ pub use providers::ProviderInstaller;
 pub use reconciler::{Installer, PackageReconciler, start_controller};
 
 use oxplane_runtime::kinds::Kind;
+
+/// The Crossplane version oxplane answers to, which packages' `spec.crossplane.version`
+/// constraints are checked against (a release version: a pre-release would fail constraints
+/// such as `>=v1.14.0`, as Masterminds' semver skips pre-releases).
+pub const CROSSPLANE_VERSION: &str = "v2.3.0";
 
 /// `pkg.crossplane.io/package`: on revisions (and on the CRDs a provider installs), the name
 /// of the package object.

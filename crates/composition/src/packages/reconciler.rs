@@ -132,6 +132,10 @@ impl PackageReconciler {
         self.write_revision_status(revision, healthy, package).await?;
         if matches!(outcome, Ok(None)) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
+            // Built-ins declare no dependencies; their entry lets the resolver see them
+            // installed and other packages' constraints be checked against their version.
+            let entry = super::lock::entry(&revision_name, &self.installer.package_kind().gvk.kind, &reference, &[]);
+            super::lock::upsert(&self.kube, entry).await.map_err(ReconcileError::new)?;
         }
         Ok(match outcome {
             Ok(None) => Action::RequeueAfter(Duration::from_secs(60)),
@@ -234,6 +238,23 @@ impl PackageReconciler {
     }
 }
 
+/// The fields of a package's spec its revisions carry too.
+pub(super) const COPIED_SPEC_FIELDS: [&str; 7] =
+    ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "commonAnnotations", "runtimeConfigRef"];
+
+/// A merge patch bringing `revision`'s copies of the package's spec fields up to date (empty
+/// when they are): the package manager applies them to its revision at every reconcile.
+pub(super) fn copied_spec_patch(package: &Value, revision: &Value) -> Map<String, Value> {
+    let mut patch = Map::new();
+    for field in COPIED_SPEC_FIELDS {
+        let wanted = package.pointer(&format!("/spec/{field}"));
+        if revision.pointer(&format!("/spec/{field}")) != wanted {
+            patch.insert(field.to_string(), wanted.cloned().unwrap_or(Value::Null));
+        }
+    }
+    patch
+}
+
 /// Creates a package's revision (or reads it, when it exists already): labelled with the
 /// package, controlled by it, with the package's pull and install settings copied into its spec.
 pub(super) async fn create_revision(
@@ -247,7 +268,7 @@ pub(super) async fn create_revision(
 ) -> Result<Value, ReconcileError> {
     let spec = package.get("spec").cloned().unwrap_or_else(|| json!({}));
     let mut revision_spec = json!({"desiredState": desired_state, "image": reference, "revision": number});
-    for field in ["packagePullPolicy", "packagePullSecrets", "ignoreCrossplaneConstraints", "skipDependencyResolution", "commonLabels", "commonAnnotations", "runtimeConfigRef"] {
+    for field in COPIED_SPEC_FIELDS {
         if let Some(value) = spec.get(field) {
             revision_spec[field] = value.clone();
         }

@@ -82,6 +82,53 @@ pub fn satisfies(version: &str, constraint: &str) -> bool {
     constraint.split("||").any(|alternative| requirement(alternative).is_some_and(|req| req.matches(&version)))
 }
 
+/// Whether `constraint` reads as a version constraint (or a digest), as Crossplane's validator
+/// requires of `spec.crossplane.version` and of `dependsOn[].version`.
+pub fn valid_constraint(constraint: &str) -> bool {
+    let constraint = constraint.trim();
+    constraint.is_empty() || constraint.starts_with("sha256:") || constraint.split("||").all(|alternative| requirement(alternative).is_some())
+}
+
+/// A complete semantic version of a tag (`v1.2.3`, `1.2.3-rc.1`); `v1` or `latest` are none,
+/// as the resolver skips tags that are not complete versions.
+fn version_of(tag: &str) -> Option<semver::Version> {
+    semver::Version::parse(tag.trim_start_matches('v')).ok()
+}
+
+/// The highest of `tags` that satisfies `constraint`, as Crossplane's resolver picks the
+/// version of a dependency it installs.
+pub fn highest_satisfying<'a>(tags: impl IntoIterator<Item = &'a str>, constraint: &str) -> Option<&'a str> {
+    tags.into_iter().filter(|tag| version_of(tag).is_some() && satisfies(tag, constraint)).max_by_key(|tag| version_of(tag))
+}
+
+/// The version a dependency on a built-in package is installed at. Built-ins are not pulled
+/// (they answer to every tag of their repository), so no registry is asked for tags: the
+/// candidates are the versions the constraint itself names (`>=v0.5.0` names v0.5.0, `^1.2`
+/// names v1.2.0), and the highest of them that satisfies the whole constraint is taken. An
+/// empty constraint is `latest`; a constraint that names no satisfying version has none.
+pub fn builtin_version(constraint: &str) -> Option<String> {
+    let constraint = constraint.trim();
+    if constraint.is_empty() {
+        return Some("latest".to_string());
+    }
+    let mut candidates = Vec::new();
+    for token in constraint.replace([',', '|'], " ").split_whitespace() {
+        let version = token.trim_start_matches(['<', '>', '=', '^', '~', '!']).trim_start_matches('v');
+        if version.is_empty() {
+            continue;
+        }
+        let mut parts: Vec<&str> = version.split('.').take_while(|p| !p.contains(['x', 'X', '*'])).collect();
+        if parts.is_empty() {
+            continue;
+        }
+        while parts.len() < 3 {
+            parts.push("0");
+        }
+        candidates.push(format!("v{}", parts.join(".")));
+    }
+    highest_satisfying(candidates.iter().map(String::as_str), constraint).map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -120,5 +167,22 @@ mod tests {
         assert_eq!(installed_version("127.0.0.1:5000/a/b:v0.1.0"), "v0.1.0");
         assert_eq!(installed_version("127.0.0.1:5000/a/b@sha256:00"), "sha256:00");
         assert_eq!(installed_version("127.0.0.1:5000/a/b"), "");
+    }
+
+    #[test]
+    fn versions_are_picked_as_the_resolver_picks_them() {
+        let tags = ["v0.1.0", "v0.2.0", "v1", "latest", "v0.3.0-rc.1", "v1.0.0"];
+        assert_eq!(highest_satisfying(tags, ">=v0.1.0 <v1.0.0"), Some("v0.2.0"));
+        assert_eq!(highest_satisfying(tags, ">=v0.1.0"), Some("v1.0.0"));
+        assert_eq!(highest_satisfying(tags, ""), Some("v1.0.0"), "v1 and latest are not complete versions");
+        assert_eq!(highest_satisfying(tags, ">=v2.0.0"), None);
+        assert_eq!(builtin_version(">=v0.5.0").as_deref(), Some("v0.5.0"));
+        assert_eq!(builtin_version(">= 1.2, < 2").as_deref(), Some("v1.2.0"));
+        assert_eq!(builtin_version("^1.2 || ~2.1").as_deref(), Some("v2.1.0"));
+        assert_eq!(builtin_version("v0.4.0").as_deref(), Some("v0.4.0"));
+        assert_eq!(builtin_version("").as_deref(), Some("latest"));
+        assert_eq!(builtin_version("<v1.0.0"), None, "names no version it allows");
+        assert!(valid_constraint(">=v2.0.0") && valid_constraint("") && valid_constraint("^1.2 || ~2.1"));
+        assert!(!valid_constraint(">=banana"));
     }
 }

@@ -12,12 +12,17 @@
 //!
 //! - `establish.rs`: installing and releasing a revision's objects.
 //! - `dependencies.rs`: `dependsOn` entries and version constraints.
+//!
+//! An active revision writes itself into the Lock (`super::lock`) with its dependencies, so
+//! the resolver installs those missing; the package `spec.crossplane.version` constrains is
+//! checked against [`CROSSPLANE_VERSION`] unless `ignoreCrossplaneConstraints` is set.
 
-mod dependencies;
+pub mod dependencies;
 mod establish;
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use base64::Engine;
@@ -33,8 +38,8 @@ use oxplane_xpkg::meta::PackageType;
 use oxplane_xpkg::registry::Credentials;
 use serde_json::{Value, json};
 
-use super::LABEL_PACKAGE;
-use super::reconciler::{collect_revision_garbage, create_revision, package_of_revision, write_status_if_changed};
+use super::{CROSSPLANE_VERSION, LABEL_PACKAGE, lock};
+use super::reconciler::{collect_revision_garbage, copied_spec_patch, create_revision, package_of_revision, write_status_if_changed};
 
 /// The namespace pull secrets are read from (Crossplane's own namespace).
 pub const PACKAGE_NAMESPACE: &str = "crossplane-system";
@@ -53,11 +58,16 @@ fn secret_kind() -> Kind {
     Kind::new("", "v1", "Secret", "secrets", true)
 }
 
+/// Configurations waiting for dependencies, by the dependency's source: a change of a package
+/// of that source wakes them (the dependency installed, or become healthy).
+type Waiting = Arc<Mutex<HashMap<String, BTreeSet<String>>>>;
+
 /// Reconciles Configurations.
 pub struct ConfigurationReconciler {
     kube: Kube,
     cache: Cache,
     recorder: EventRecorder,
+    waiting: Waiting,
 }
 
 /// Why a revision is not healthy (its `RevisionHealthy` message).
@@ -67,7 +77,7 @@ impl ConfigurationReconciler {
     /// A reconciler keeping pulled packages in `cache_dir`.
     pub fn new(kube: Kube, cache_dir: PathBuf) -> Self {
         let recorder = EventRecorder::new(kube.clone(), "packages/configuration.pkg.crossplane.io");
-        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder }
+        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder, waiting: Waiting::default() }
     }
 
     /// The credentials `spec.packagePullSecrets` hold for the package's registry (the first
@@ -193,7 +203,7 @@ impl ConfigurationReconciler {
         let highest = revisions.iter().filter_map(|r| r.pointer("/spec/revision").and_then(Value::as_i64)).max().unwrap_or(0);
         if let Some(existing) = revisions.iter().find(|r| object::name(r) == Some(revision_name)) {
             let number = existing.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0);
-            let mut patch = json!({"spec": {}});
+            let mut patch = json!({"spec": copied_spec_patch(package, existing)});
             if number < highest {
                 patch["spec"]["revision"] = json!(highest + 1);
             }
@@ -218,9 +228,27 @@ impl ConfigurationReconciler {
             return Err(Unhealthy(format!("validating package contents failed: package meta type is not Configuration (it is a {})", parsed.package_type.kind())));
         }
         parsed.check_kinds().map_err(|e| Unhealthy(format!("validating package contents failed: {e}")))?;
+        let crossplane = parsed.meta.pointer("/spec/crossplane/version").and_then(Value::as_str).unwrap_or_default();
+        if !dependencies::valid_constraint(crossplane) {
+            return Err(Unhealthy("validating package contents failed: package version constraints are poorly formatted".into()));
+        }
         self.copy_meta_metadata(revision, &parsed.meta).await.map_err(|e| Unhealthy(format!("cannot update package revision: {e}")))?;
+        if revision.pointer("/spec/ignoreCrossplaneConstraints").and_then(Value::as_bool) != Some(true) && !dependencies::satisfies(CROSSPLANE_VERSION, crossplane) {
+            return Err(Unhealthy(format!("incompatible Crossplane version: package is not compatible with Crossplane version ({CROSSPLANE_VERSION})")));
+        }
+        let revision_name = object::name(revision).unwrap_or_default().to_string();
+        if !active {
+            lock::remove(&self.kube, &revision_name).await.map_err(Unhealthy)?;
+        }
         if revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) != Some(true) {
-            self.resolve_dependencies(revision, &parsed.meta).await?;
+            let wanted = dependencies::dependencies(&parsed.meta).map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+            if active {
+                let reference = revision.pointer("/spec/image").and_then(Value::as_str).unwrap_or_default().to_string();
+                lock::upsert(&self.kube, lock::entry(&revision_name, "Configuration", &reference, &wanted))
+                    .await
+                    .map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+            }
+            self.resolve_dependencies(object::name(package).unwrap_or_default(), revision, &wanted).await?;
         }
         if !active {
             establish::release(&self.kube, revision).await.map_err(Unhealthy)?;
@@ -259,10 +287,21 @@ impl ConfigurationReconciler {
 
     /// Every `dependsOn` entry must be installed in a version its constraint allows; counts go
     /// to `status.foundDependencies` and `installedDependencies`.
-    async fn resolve_dependencies(&self, revision: &mut Value, meta: &Value) -> Result<(), Unhealthy> {
-        let wanted = dependencies::dependencies(meta).map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+    async fn resolve_dependencies(&self, name: &str, revision: &mut Value, wanted: &[dependencies::Dependency]) -> Result<(), Unhealthy> {
         let (mut missing, mut invalid, mut installed) = (Vec::new(), Vec::new(), 0);
-        for dependency in &wanted {
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            for (source, waiters) in waiting.iter_mut() {
+                if !wanted.iter().any(|d| &d.source == source) {
+                    waiters.remove(name);
+                }
+            }
+            for dependency in wanted {
+                waiting.entry(dependency.source.clone()).or_default().insert(name.to_string());
+            }
+            waiting.retain(|_, waiters| !waiters.is_empty());
+        }
+        for dependency in wanted {
             let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
             let packages = self.kube.list(&kind, None, None).await.map_err(|e| Unhealthy(format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind)))?;
             let found = packages.iter().find_map(|p| {
@@ -314,11 +353,27 @@ impl Reconciler for ConfigurationReconciler {
 /// pulled packages in `cache_dir`.
 pub fn start_controller(runtime: &Runtime, cache_dir: PathBuf) -> Arc<Controller> {
     let reconciler = Arc::new(ConfigurationReconciler::new(runtime.kube.clone(), cache_dir));
+    let waiting = reconciler.waiting.clone();
     let controller = Controller::start(ControllerConfig::new("packages/configuration.pkg.crossplane.io"), reconciler, runtime.metrics.clone());
     let (package_kind, revision_kind) = (configuration_kind(), configuration_revision_kind());
     runtime.watches.kinds().insert(package_kind.clone());
     runtime.watches.kinds().insert(revision_kind.clone());
     controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
     controller.watch_mapped(&runtime.watches, &revision_kind.gvk, package_of_revision);
+    // A dependency installed, upgraded or become healthy wakes the Configurations that need it.
+    for dependency_kind in [super::provider_kind(), super::function_kind(), package_kind] {
+        let waiting = waiting.clone();
+        runtime.watches.kinds().insert(dependency_kind.clone());
+        controller.watch_mapped(&runtime.watches, &dependency_kind.gvk, move |event| {
+            let package = match event {
+                oxplane_runtime::watches::WatchEvent::Applied { new, .. } => new,
+                oxplane_runtime::watches::WatchEvent::Deleted(old) => old,
+                oxplane_runtime::watches::WatchEvent::State(_) => return Vec::new(),
+            };
+            let Some(reference) = package.pointer("/spec/package").and_then(Value::as_str) else { return Vec::new() };
+            let waiting = waiting.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.get(oxplane_xpkg::names::source(reference)).into_iter().flatten().map(|name| ObjectKey::new(None, name)).collect()
+        });
+    }
     controller
 }
