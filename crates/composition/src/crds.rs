@@ -22,7 +22,7 @@ macro_rules! crd_files {
 
 /// Every core CRD, in the order they are applied: definitions and compositions first, then
 /// usages, then packages, so a reader of the list meets the kinds in the spec's order.
-const FILES: [CrdFile; 15] = crd_files![
+const FILES: [CrdFile; 16] = crd_files![
     "apiextensions.crossplane.io/compositeresourcedefinitions.yaml",
     "apiextensions.crossplane.io/compositions.yaml",
     "apiextensions.crossplane.io/compositionrevisions.yaml",
@@ -38,6 +38,7 @@ const FILES: [CrdFile; 15] = crd_files![
     "pkg.crossplane.io/configurationrevisions.yaml",
     "pkg.crossplane.io/deploymentruntimeconfigs.yaml",
     "pkg.crossplane.io/locks.yaml",
+    "pkg.crossplane.io/imageconfigs.yaml",
 ];
 
 /// The CRDs of Crossplane's Operations (alpha), served only with `--enable-operations`.

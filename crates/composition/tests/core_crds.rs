@@ -151,6 +151,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         ("pkg.crossplane.io/v1", "configurationrevisions", &[], &["crossplane", "pkgrev"], false),
         ("pkg.crossplane.io/v1beta1", "deploymentruntimeconfigs", &[], &["crossplane"], false),
         ("pkg.crossplane.io/v1beta1", "locks", &[], &[], false),
+        ("pkg.crossplane.io/v1beta1", "imageconfigs", &[], &["crossplane"], false),
     ];
     for (group_version, plural, short_names, categories, namespaced) in expected {
         let list = plane.client.list_api_group_resources(group_version).await.unwrap();
@@ -159,7 +160,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         assert_eq!(resource.categories.clone().unwrap_or_default(), *categories, "{group_version} {plural}");
         assert_eq!(resource.namespaced, *namespaced, "{group_version} {plural}");
         let has_status = list.resources.iter().any(|r| r.name == format!("{plural}/status"));
-        let expect_status = !matches!(*plural, "compositions" | "environmentconfigs" | "deploymentruntimeconfigs");
+        let expect_status = !matches!(*plural, "compositions" | "environmentconfigs" | "deploymentruntimeconfigs" | "imageconfigs");
         assert_eq!(has_status, expect_status, "{group_version} {plural}/status");
     }
 
@@ -191,6 +192,7 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         "configurations.pkg.crossplane.io",
         "configurationrevisions.pkg.crossplane.io",
         "deploymentruntimeconfigs.pkg.crossplane.io",
+        "imageconfigs.pkg.crossplane.io",
         // Operations (this plane serves them, as --enable-operations does).
         "operations.ops.crossplane.io",
         "cronoperations.ops.crossplane.io",

@@ -22,6 +22,7 @@ mod gc_crash;
 mod go_templating;
 mod import;
 mod http_crash;
+mod image_configs;
 mod kubernetes_provider;
 mod kube_credentials;
 mod kubectl_apply;

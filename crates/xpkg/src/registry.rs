@@ -6,6 +6,7 @@
 //! Crossplane's registry client does for them; every other registry over HTTPS.
 
 use oci_client::client::{ClientConfig, ClientProtocol};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference, RegistryOperation};
 use serde_json::Value;
@@ -64,10 +65,24 @@ fn client(reference: &Reference) -> Client {
     Client::new(ClientConfig { protocol, ..Default::default() })
 }
 
-fn registry_error(action: &str, reference: &Reference) -> impl FnOnce(oci_client::errors::OciDistributionError) -> XpkgError {
+/// Whether the registry refused the credentials (or their absence): HTTP 401.
+fn unauthorized(error: &OciDistributionError) -> bool {
+    match error {
+        OciDistributionError::UnauthorizedError { .. } => true,
+        OciDistributionError::ServerError { code, .. } => *code == 401,
+        OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| e.code == OciErrorCode::Unauthorized),
+        _ => false,
+    }
+}
+
+fn registry_error(action: &str, reference: &Reference) -> impl FnOnce(OciDistributionError) -> XpkgError {
     let target = reference.whole();
     let action = action.to_string();
-    move |error| XpkgError::Registry(format!("cannot {action} {target}: {error}"))
+    // oci-client words a 401 in several ways, not all naming the status: say it plainly.
+    move |error| match unauthorized(&error) {
+        true => XpkgError::Registry(format!("cannot {action} {target}: 401 Unauthorized: {error}")),
+        false => XpkgError::Registry(format!("cannot {action} {target}: {error}")),
+    }
 }
 
 /// Pushes `image` to `reference` (its blobs, then its manifest under the reference's tag);

@@ -1,7 +1,8 @@
 //! For tests: one private OCI registry per test process (Debian's `docker-registry`, which
 //! `scripts/test` installs), started on first use on 127.0.0.1 at a free port with its storage
-//! in a temporary directory, and stopped by a watchdog when the process exits. Panics when it
-//! cannot start: it is test support only.
+//! in a temporary directory, and stopped by a watchdog when the process exits; and registries
+//! of a test's own, such as one requiring basic authentication. Panics when it cannot start:
+//! it is test support only.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -28,19 +29,25 @@ impl Registry {
     /// The shared registry, started on first use.
     pub fn shared() -> &'static Registry {
         static REGISTRY: OnceLock<Registry> = OnceLock::new();
-        REGISTRY.get_or_init(Registry::start)
+        REGISTRY.get_or_init(|| Registry::start_private(None))
     }
 
-    fn start() -> Registry {
+    /// A registry of the caller's own (stopped when the process exits); with `htpasswd` (the
+    /// file's text: `user:bcrypt hash` lines) it requires basic authentication for every
+    /// request, as a private registry does.
+    pub fn start_private(htpasswd: Option<&str>) -> Registry {
         let dir = tempfile::Builder::new().prefix("oxplane-registry-").tempdir().unwrap().keep();
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let host = format!("127.0.0.1:{port}");
         let config = dir.join("config.yml");
-        std::fs::write(
-            &config,
-            format!("version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: {host}\n", dir.join("data").display()),
-        )
-        .unwrap();
+        let mut text =
+            format!("version: 0.1\nlog: {{level: warn}}\nstorage:\n  filesystem: {{rootdirectory: {}}}\n  delete: {{enabled: true}}\nhttp:\n  addr: {host}\n", dir.join("data").display());
+        if let Some(htpasswd) = htpasswd {
+            let file = dir.join("htpasswd");
+            std::fs::write(&file, htpasswd).unwrap();
+            text.push_str(&format!("auth:\n  htpasswd:\n    realm: oxplane-tests\n    path: {}\n", file.display()));
+        }
+        std::fs::write(&config, text).unwrap();
         let log = std::fs::File::create(dir.join("log")).unwrap();
         let child = Command::new("docker-registry")
             .arg("serve")

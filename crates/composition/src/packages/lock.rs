@@ -25,12 +25,11 @@ use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object::{self, ObjectKey};
 use oxplane_runtime::provider::package_name;
 use oxplane_xpkg::names::{source, to_dns_label};
-use oxplane_xpkg::registry::Credentials;
 use serde_json::{Value, json};
 
 use super::configurations::dependencies::{self, Dependency};
 use super::configurations::{configuration_kind, configuration_revision_kind};
-use super::{function_kind, function_revision_kind, provider_kind, provider_revision_kind};
+use super::{function_kind, function_revision_kind, image_configs, provider_kind, provider_revision_kind};
 
 /// The name of the one Lock.
 pub const LOCK_NAME: &str = "lock";
@@ -190,7 +189,13 @@ impl Resolver {
         if self.builtins.get(kind_of(dependency)).is_some_and(|names| names.contains(&package_name(package))) {
             return dependencies::builtin_version(constraint).ok_or_else(no_version);
         }
-        let tags = oxplane_xpkg::registry::tags(package, &Credentials::Anonymous)
+        // Tags are listed where ImageConfigs send the package, with the pull secret they set.
+        let configs = image_configs::list(&self.kube).await.map_err(|e| format!("cannot find dependency version to install: {e}"))?;
+        let applied = image_configs::apply(&configs, package);
+        let credentials = image_configs::pull_credentials(&self.kube, &applied.pull_secret.into_iter().collect::<Vec<_>>(), &applied.image)
+            .await
+            .map_err(|e| format!("cannot find dependency version to install: cannot get image pull secret from config: {e}"))?;
+        let tags = oxplane_xpkg::registry::tags(&applied.image, &credentials)
             .await
             .map_err(|e| format!("cannot find dependency version to install: cannot fetch dependency package tags: {e}"))?;
         dependencies::highest_satisfying(tags.iter().map(String::as_str), constraint).map(str::to_string).ok_or_else(no_version)

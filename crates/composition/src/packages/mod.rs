@@ -13,11 +13,14 @@
 //! - `providers.rs`: what installing a provider means.
 //! - `functions.rs`: what installing a function means, and the registry pipelines call.
 //! - `configurations/`: Configurations pulled from OCI registries and what they install.
+//! - `image_configs.rs`: ImageConfigs (pull secrets and rewritten references by prefix) and
+//!   the credentials pull secrets hold.
 //! - `lock.rs`: the Lock every active revision writes itself into, and the resolver that
 //!   installs the dependencies nobody installed.
 
 pub mod configurations;
 mod functions;
+pub mod image_configs;
 pub mod lock;
 mod providers;
 mod reconciler;

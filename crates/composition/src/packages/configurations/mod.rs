@@ -25,7 +25,6 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use base64::Engine;
 use oxplane_runtime::Runtime;
 use oxplane_runtime::client::Kube;
 use oxplane_runtime::conditions::{self, Condition};
@@ -35,14 +34,12 @@ use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object::{self, ObjectKey};
 use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
 use oxplane_xpkg::meta::PackageType;
-use oxplane_xpkg::registry::Credentials;
 use serde_json::{Value, json};
 
-use super::{CROSSPLANE_VERSION, LABEL_PACKAGE, lock};
+use super::{CROSSPLANE_VERSION, LABEL_PACKAGE, image_configs, lock};
 use super::reconciler::{collect_revision_garbage, copied_spec_patch, create_revision, package_of_revision, write_status_if_changed};
 
-/// The namespace pull secrets are read from (Crossplane's own namespace).
-pub const PACKAGE_NAMESPACE: &str = "crossplane-system";
+pub use super::image_configs::PACKAGE_NAMESPACE;
 
 /// `Configuration`.
 pub fn configuration_kind() -> Kind {
@@ -54,13 +51,18 @@ pub fn configuration_revision_kind() -> Kind {
     Kind::new("pkg.crossplane.io", "v1", "ConfigurationRevision", "configurationrevisions", false)
 }
 
-fn secret_kind() -> Kind {
-    Kind::new("", "v1", "Secret", "secrets", true)
-}
-
 /// Configurations waiting for dependencies, by the dependency's source: a change of a package
 /// of that source wakes them (the dependency installed, or become healthy).
 type Waiting = Arc<Mutex<HashMap<String, BTreeSet<String>>>>;
+
+/// `status.<key>` set to a non-empty array, or removed when `value` is empty.
+fn set_or_remove_status_field(object: &mut Value, key: &str, value: Value) {
+    if value.as_array().is_some_and(|a| !a.is_empty()) {
+        object::set_status_field(object, key, value);
+    } else if let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) {
+        status.remove(key);
+    }
+}
 
 /// Reconciles Configurations.
 pub struct ConfigurationReconciler {
@@ -68,6 +70,8 @@ pub struct ConfigurationReconciler {
     cache: Cache,
     recorder: EventRecorder,
     waiting: Waiting,
+    /// Every Configuration reconciled, for the ImageConfig watch to wake them all.
+    known: Arc<Mutex<BTreeSet<String>>>,
 }
 
 /// Why a revision is not healthy (its `RevisionHealthy` message).
@@ -77,31 +81,7 @@ impl ConfigurationReconciler {
     /// A reconciler keeping pulled packages in `cache_dir`.
     pub fn new(kube: Kube, cache_dir: PathBuf) -> Self {
         let recorder = EventRecorder::new(kube.clone(), "packages/configuration.pkg.crossplane.io");
-        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder, waiting: Waiting::default() }
-    }
-
-    /// The credentials `spec.packagePullSecrets` hold for the package's registry (the first
-    /// secret with a matching key), else anonymous.
-    async fn credentials(&self, package: &Value, reference: &str) -> Result<Credentials, String> {
-        let source = oxplane_xpkg::names::source(reference);
-        for secret in package.pointer("/spec/packagePullSecrets").and_then(Value::as_array).into_iter().flatten() {
-            let Some(name) = secret.get("name").and_then(Value::as_str) else { continue };
-            let found = self.kube.get(&secret_kind(), Some(PACKAGE_NAMESPACE), name).await.map_err(|e| format!("cannot get pull secret {PACKAGE_NAMESPACE}/{name}: {e}"))?;
-            let Some(found) = found else {
-                return Err(format!("cannot get pull secret {PACKAGE_NAMESPACE}/{name}: not found"));
-            };
-            let data = [".dockerconfigjson", ".dockercfg"].iter().find_map(|key| found.pointer(&format!("/data/{}", key.replace('/', "~1")))?.as_str());
-            let Some(data) = data else {
-                return Err(format!("pull secret {PACKAGE_NAMESPACE}/{name} has no .dockerconfigjson or .dockercfg key"));
-            };
-            let bytes = base64::engine::general_purpose::STANDARD.decode(data).map_err(|e| format!("pull secret {PACKAGE_NAMESPACE}/{name}: {e}"))?;
-            match oxplane_xpkg::auth::credentials_for(&bytes, source) {
-                Ok(Some(credentials)) => return Ok(credentials),
-                Ok(None) => {}
-                Err(error) => return Err(format!("pull secret {PACKAGE_NAMESPACE}/{name}: {error}")),
-            }
-        }
-        Ok(Credentials::Anonymous)
+        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder, waiting: Waiting::default(), known: Arc::default() }
     }
 
     async fn revisions(&self, name: &str) -> Result<Vec<Value>, ReconcileError> {
@@ -116,13 +96,23 @@ impl ConfigurationReconciler {
         let name = object::name(package).unwrap_or_default().to_string();
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default().to_string();
         let policy = PullPolicy::parse(package.pointer("/spec/packagePullPolicy").and_then(Value::as_str));
-        let fetched = match &policy {
-            Err(error) => Err(error.to_string()),
-            Ok(policy) => match self.credentials(package, &reference).await {
+        self.known.lock().unwrap_or_else(|p| p.into_inner()).insert(name.clone());
+        let applied = match image_configs::list(&self.kube).await {
+            Ok(configs) => Ok(image_configs::apply(&configs, &reference)),
+            Err(error) => Err(error),
+        };
+        let image = applied.as_ref().map_or_else(|_| reference.clone(), |a| a.image.clone());
+        let fetched = match (&policy, &applied) {
+            (Err(error), _) => Err(error.to_string()),
+            (_, Err(error)) => Err(error.clone()),
+            (Ok(policy), Ok(applied)) => match image_configs::pull_credentials(&self.kube, &image_configs::pull_secret_names(package, applied), &image).await {
                 Err(error) => Err(error),
-                Ok(credentials) => fetch(&reference, &credentials, *policy, &self.cache).await.map_err(|e| e.to_string()),
+                Ok(credentials) => fetch(&image, &credentials, *policy, &self.cache).await.map_err(|e| e.to_string()),
             },
         };
+        let applied_refs = applied.as_ref().map(image_configs::Applied::refs_json).unwrap_or_else(|_| json!([]));
+        set_or_remove_status_field(package, "appliedImageConfigRefs", applied_refs.clone());
+        object::set_status_field(package, "resolvedPackage", json!(image));
         let fetched = match fetched {
             Ok(fetched) => fetched,
             Err(error) => {
@@ -140,7 +130,6 @@ impl ConfigurationReconciler {
         let revision_name = oxplane_xpkg::names::revision_name(&name, &fetched.digest);
         object::set_status_field(package, "currentRevision", json!(revision_name));
         object::set_status_field(package, "currentIdentifier", json!(reference));
-        object::set_status_field(package, "resolvedPackage", json!(reference));
 
         let automatic = package.pointer("/spec/revisionActivationPolicy").and_then(Value::as_str) != Some("Manual");
         let revisions = self.revisions(&name).await?;
@@ -159,6 +148,8 @@ impl ConfigurationReconciler {
 
         let active = revision.pointer("/spec/desiredState").and_then(Value::as_str) == Some("Active");
         let before = conditions::status_of(&revision);
+        object::set_status_field(&mut revision, "resolvedPackage", json!(image));
+        set_or_remove_status_field(&mut revision, "appliedImageConfigRefs", applied_refs);
         let outcome = self.install(package, &mut revision, &sibling_names, &fetched.image, active).await;
         match &outcome {
             Ok(()) => {
@@ -353,13 +344,19 @@ impl Reconciler for ConfigurationReconciler {
 /// pulled packages in `cache_dir`.
 pub fn start_controller(runtime: &Runtime, cache_dir: PathBuf) -> Arc<Controller> {
     let reconciler = Arc::new(ConfigurationReconciler::new(runtime.kube.clone(), cache_dir));
-    let waiting = reconciler.waiting.clone();
+    let (waiting, known) = (reconciler.waiting.clone(), reconciler.known.clone());
     let controller = Controller::start(ControllerConfig::new("packages/configuration.pkg.crossplane.io"), reconciler, runtime.metrics.clone());
     let (package_kind, revision_kind) = (configuration_kind(), configuration_revision_kind());
     runtime.watches.kinds().insert(package_kind.clone());
     runtime.watches.kinds().insert(revision_kind.clone());
     controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
     controller.watch_mapped(&runtime.watches, &revision_kind.gvk, package_of_revision);
+    // An ImageConfig may change where any package is pulled from and with which credentials.
+    let image_config_kind = image_configs::image_config_kind();
+    runtime.watches.kinds().insert(image_config_kind.clone());
+    controller.watch_mapped(&runtime.watches, &image_config_kind.gvk, move |_| {
+        known.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|name| ObjectKey::new(None, name)).collect()
+    });
     // A dependency installed, upgraded or become healthy wakes the Configurations that need it.
     for dependency_kind in [super::provider_kind(), super::function_kind(), package_kind] {
         let waiting = waiting.clone();
