@@ -4,7 +4,8 @@
 //! applied alone (the second at the highest tag its constraint allows, the first at the version
 //! its constraint names), and the `lock` lists all three with their dependencies. A dependency
 //! no tag satisfies, an installed dependency of a version the constraint refuses, and a package
-//! for another Crossplane version each leave Crossplane's condition and install nothing.
+//! for another Crossplane version each leave Crossplane's condition and install nothing; a
+//! deleted package leaves the Lock, the dependencies it brought stay.
 
 use crate::configurations::{configuration, push_stream, wait_condition};
 use crate::support::{Server, condition};
@@ -142,4 +143,13 @@ fn a_configuration_installs_its_dependencies_and_the_lock_lists_them() {
     server.kubectl(&["patch", "configuration", "future", "--type=merge", "-p", "{\"spec\":{\"ignoreCrossplaneConstraints\":true}}"]);
     server.kubectl(&["wait", "--for=condition=Healthy", "configuration/future", "--timeout=60s"]);
     assert!(server.get(&["xrd", "things.future.example.org"]).is_some());
+
+    // Deleting the platform takes its entry out of the Lock; the dependency it brought stays.
+    server.kubectl(&["delete", "configuration", "platform", "--timeout=60s"]);
+    crate::support::within(std::time::Duration::from_secs(30), "the platform's entry to leave the lock", || {
+        let lock = server.get(&["lock", "lock"]).unwrap();
+        !lock["packages"].as_array().unwrap().iter().any(|p| p["name"] == platform_revision.as_str())
+    });
+    assert!(server.get(&["configuration", "deps-base"]).is_some());
+    assert!(server.get(&["provider", "crossplane-contrib-provider-nop"]).is_some());
 }

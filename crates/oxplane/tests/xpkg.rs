@@ -1,7 +1,8 @@
 //! `oxplane xpkg build` and `oxplane xpkg push` as a user runs them, against a real registry
 //! (Debian's `docker-registry` on 127.0.0.1): a Configuration folder becomes a package file,
 //! is pushed, and pulls back from the registry with the same digest and the same
-//! `package.yaml`; bad input is refused with the cause.
+//! `package.yaml`; a Function built with its runtime (a root filesystem folder, entrypoint and
+//! environment) keeps it through the registry; bad input is refused with the cause.
 
 use std::path::Path;
 use std::process::Command;
@@ -161,4 +162,39 @@ fn a_blob_damaged_in_the_registry_is_refused_by_digest() {
     let stderr = String::from_utf8_lossy(&pulled.stderr);
     assert!(stderr.contains(&format!("cannot pull blob {layer_digest} of {reference}")) && stderr.to_lowercase().contains("digest"), "{stderr}");
     assert!(!out.exists(), "nothing is written from a damaged pull");
+}
+
+#[test]
+fn a_function_is_built_with_its_runtime_and_pulled_back_with_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("package");
+    write(&root, "crossplane.yaml", "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-hello}\nspec: {capabilities: [composition]}\n");
+    let rootfs = dir.path().join("rootfs");
+    write(&rootfs, "usr/local/bin/function", "#!/bin/sh\nexec echo hello \"$@\"\n");
+    std::fs::set_permissions(rootfs.join("usr/local/bin/function"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("function-hello.xpkg");
+    let (root, rootfs, file_arg) = (root.to_str().unwrap(), rootfs.to_str().unwrap(), file.to_str().unwrap());
+    let built = oxplane(&["xpkg", "build", "-f", root, "-o", file_arg, "--runtime-root", rootfs, "--entrypoint", "/usr/local/bin/function", "--entrypoint", "--debug", "--env", "GREETING=hi"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let image = oxplane_xpkg::layout::read(&file).unwrap();
+    let reference = format!("{}/functions/hello:v0.1.0", registry.host);
+    assert!(oxplane(&["xpkg", "push", &reference, "-f", file_arg]).status.success());
+    let pulled = tokio::runtime::Runtime::new().unwrap().block_on(pull(&reference, &Credentials::Anonymous)).unwrap();
+    assert_eq!(pulled.image, image);
+    let config: serde_json::Value = serde_json::from_slice(&pulled.image.config).unwrap();
+    assert_eq!(config["config"]["Entrypoint"], serde_json::json!(["/usr/local/bin/function", "--debug"]));
+    assert_eq!(config["config"]["Env"], serde_json::json!(["GREETING=hi"]));
+    assert_eq!(pulled.image.layers.len(), 2, "the runtime's layer, then the package's");
+    assert_eq!(oxplane_xpkg::meta::parse(&pulled.image.package_yaml().unwrap()).unwrap().name(), "function-hello");
+
+    // A Configuration has no runtime; a runtime needs its entrypoint.
+    let configuration = dir.path().join("configuration");
+    write(&configuration, "crossplane.yaml", META);
+    let refused = oxplane(&["xpkg", "build", "-f", configuration.to_str().unwrap(), "--runtime-root", rootfs, "--entrypoint", "/usr/local/bin/function"]);
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("a Configuration package has no runtime"), "{}", String::from_utf8_lossy(&refused.stderr));
+    let refused = oxplane(&["xpkg", "build", "-f", root, "--runtime-root", rootfs]);
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--entrypoint"), "{}", String::from_utf8_lossy(&refused.stderr));
 }

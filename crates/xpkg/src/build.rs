@@ -3,7 +3,11 @@
 //! in path order) become one `package.yaml` stream, checked as Crossplane checks it, in a
 //! one-file layer annotated `io.crossplane.xpkg: base`. The image config carries the same mark
 //! as a label (`io.crossplane.xpkg:sha256:<layer digest>: base`), as Crossplane's builder
-//! leaves it. The image is reproducible: the same folder gives the same digest.
+//! leaves it. A Provider or Function may carry its runtime: a folder that becomes the image's
+//! root filesystem (one layer before the package layer, modes and symbolic links kept) and the
+//! entrypoint and environment its process starts with (the image config's `Entrypoint` and
+//! `Env`), as the runtime image Crossplane's builder embeds. The image is reproducible: the same
+//! folders give the same digest (no timestamps, owners 0, entries in path order).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -70,12 +74,73 @@ fn layer(stream: &str) -> Result<(Vec<u8>, String), XpkgError> {
     header.set_mtime(0);
     header.set_cksum();
     tar.append(&header, stream.as_bytes()).map_err(XpkgError::io("cannot write the package layer"))?;
-    let tar = tar.into_inner().map_err(XpkgError::io("cannot write the package layer"))?;
+    compress(tar.into_inner().map_err(XpkgError::io("cannot write the package layer"))?)
+}
+
+/// A gzip-compressed layer of `tar` and the tar's digest (the `diff_id`).
+fn compress(tar: Vec<u8>) -> Result<(Vec<u8>, String), XpkgError> {
     let diff_id = digest(&tar);
     let mut gzip = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::default());
-    gzip.write_all(&tar).map_err(XpkgError::io("cannot compress the package layer"))?;
-    let compressed = gzip.finish().map_err(XpkgError::io("cannot compress the package layer"))?;
+    gzip.write_all(&tar).map_err(XpkgError::io("cannot compress a layer"))?;
+    let compressed = gzip.finish().map_err(XpkgError::io("cannot compress a layer"))?;
     Ok((compressed, diff_id))
+}
+
+/// What a Provider or Function package runs: the folder that becomes its image's root
+/// filesystem, and how its process starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Runtime {
+    /// The folder whose content is the root filesystem (`bin/function` becomes `/bin/function`).
+    pub root: PathBuf,
+    /// The image's `Entrypoint`: the program (a path inside the root filesystem) and its arguments.
+    pub entrypoint: Vec<String>,
+    /// The image's `Env` (`KEY=VALUE`), which the process starts with.
+    pub env: Vec<String>,
+}
+
+/// Appends `dir` (relative to `root`) and everything below it to `tar`, in path order.
+fn append_tree(tar: &mut tar::Builder<Vec<u8>>, root: &Path, dir: &Path) -> Result<(), XpkgError> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).map_err(XpkgError::io(format!("cannot read {}", dir.display())))?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    entries.sort();
+    for path in entries {
+        let relative = path.strip_prefix(root).unwrap_or(&path);
+        let metadata = std::fs::symlink_metadata(&path).map_err(XpkgError::io(format!("cannot read {}", path.display())))?;
+        let mut header = tar::Header::new_gnu();
+        header.set_mtime(0);
+        header.set_uid(0);
+        header.set_gid(0);
+        header.set_mode(std::os::unix::fs::PermissionsExt::mode(&metadata.permissions()) & 0o7777);
+        let failed = XpkgError::io(format!("cannot add {} to the runtime layer", path.display()));
+        if metadata.file_type().is_symlink() {
+            let target = std::fs::read_link(&path).map_err(XpkgError::io(format!("cannot read {}", path.display())))?;
+            header.set_entry_type(tar::EntryType::Symlink);
+            header.set_size(0);
+            tar.append_link(&mut header, relative, &target).map_err(failed)?;
+        } else if metadata.is_dir() {
+            header.set_entry_type(tar::EntryType::Directory);
+            header.set_size(0);
+            tar.append_data(&mut header, relative, std::io::empty()).map_err(failed)?;
+            append_tree(tar, root, &path)?;
+        } else if metadata.is_file() {
+            let file = std::fs::File::open(&path).map_err(XpkgError::io(format!("cannot read {}", path.display())))?;
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(metadata.len());
+            tar.append_data(&mut header, relative, file).map_err(failed)?;
+        } else {
+            return Err(XpkgError::Invalid(format!("{}: only files, folders and symbolic links can be in a runtime", path.display())));
+        }
+    }
+    Ok(())
+}
+
+/// The runtime's root filesystem as a compressed layer, and its `diff_id`.
+fn runtime_layer(runtime: &Runtime) -> Result<(Vec<u8>, String), XpkgError> {
+    if !runtime.root.is_dir() {
+        return Err(XpkgError::Invalid(format!("the runtime root {} is not a folder", runtime.root.display())));
+    }
+    let mut tar = tar::Builder::new(Vec::new());
+    append_tree(&mut tar, &runtime.root, &runtime.root)?;
+    compress(tar.into_inner().map_err(XpkgError::io("cannot write the runtime layer"))?)
 }
 
 /// The package image of `package`.
@@ -83,32 +148,69 @@ pub fn image(package: &Package) -> Result<Image, XpkgError> {
     image_of_stream(&package.to_stream()?)
 }
 
+/// The package image of `package` with its runtime: Providers and Functions only.
+pub fn image_with_runtime(package: &Package, runtime: &Runtime) -> Result<Image, XpkgError> {
+    if package.package_type == meta::PackageType::Configuration {
+        return Err(XpkgError::Invalid("a Configuration package has no runtime: only Provider and Function packages run".into()));
+    }
+    if runtime.entrypoint.is_empty() {
+        return Err(XpkgError::Invalid("a runtime needs an entrypoint: the program its process runs".into()));
+    }
+    if let Some(bad) = runtime.env.iter().find(|e| !e.contains('=')) {
+        return Err(XpkgError::Invalid(format!("runtime environment {bad:?} is not KEY=VALUE")));
+    }
+    assemble(&package.to_stream()?, Some(runtime))
+}
+
 /// A package image whose `package.yaml` is `stream` as given, unchecked (for packages made
 /// by other tools, and for tests of what a reader does with a bad stream).
 pub fn image_of_stream(stream: &str) -> Result<Image, XpkgError> {
+    assemble(stream, None)
+}
+
+/// The image: the runtime's layer (if any), then the package layer, annotated as Crossplane
+/// annotates it; the runtime's entrypoint and environment in the image config.
+fn assemble(stream: &str, runtime: Option<&Runtime>) -> Result<Image, XpkgError> {
     let (layer, diff_id) = layer(stream)?;
     let layer_digest = digest(&layer);
     let labels: BTreeMap<String, String> = [(format!("{ANNOTATION_KEY}:{layer_digest}"), PACKAGE_ANNOTATION.to_string())].into();
+    let mut layers = Vec::new();
+    let mut diff_ids = Vec::new();
+    let mut descriptors = Vec::new();
+    let mut image_config = json!({"Labels": labels});
+    if let Some(runtime) = runtime {
+        let (runtime_layer, runtime_diff_id) = runtime_layer(runtime)?;
+        descriptors.push(json!({"mediaType": MEDIA_OCI_LAYER_GZIP, "digest": digest(&runtime_layer), "size": runtime_layer.len()}));
+        diff_ids.push(runtime_diff_id);
+        layers.push(runtime_layer);
+        image_config["Entrypoint"] = json!(runtime.entrypoint);
+        if !runtime.env.is_empty() {
+            image_config["Env"] = json!(runtime.env);
+        }
+    }
+    descriptors.push(json!({
+        "mediaType": MEDIA_OCI_LAYER_GZIP,
+        "digest": layer_digest,
+        "size": layer.len(),
+        "annotations": {ANNOTATION_KEY: PACKAGE_ANNOTATION},
+    }));
+    diff_ids.push(diff_id);
+    layers.push(layer);
     let config = serde_json::to_vec(&json!({
         "architecture": "amd64",
         "os": "linux",
-        "config": {"Labels": labels},
-        "rootfs": {"type": "layers", "diff_ids": [diff_id]},
+        "config": image_config,
+        "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }))
     .map_err(|e| XpkgError::Invalid(e.to_string()))?;
     let manifest = serde_json::to_vec(&json!({
         "schemaVersion": 2,
         "mediaType": MEDIA_OCI_MANIFEST,
         "config": {"mediaType": MEDIA_OCI_CONFIG, "digest": digest(&config), "size": config.len()},
-        "layers": [{
-            "mediaType": MEDIA_OCI_LAYER_GZIP,
-            "digest": layer_digest,
-            "size": layer.len(),
-            "annotations": {ANNOTATION_KEY: PACKAGE_ANNOTATION},
-        }],
+        "layers": descriptors,
     }))
     .map_err(|e| XpkgError::Invalid(e.to_string()))?;
-    Ok(Image { manifest, config, layers: vec![layer] })
+    Ok(Image { manifest, config, layers })
 }
 
 #[cfg(test)]
@@ -161,6 +263,58 @@ mod tests {
         assert_eq!(read_folder(not_meta.path()).unwrap_err().to_string(), "not exactly one package meta type");
         let broken = folder(&[("crossplane.yaml", META), ("x.yaml", "a: [")]);
         assert!(read_folder(broken.path()).unwrap_err().to_string().starts_with("x.yaml: document 1:"));
+    }
+
+    #[test]
+    fn a_runtime_becomes_the_root_filesystem_before_the_package_layer() {
+        use std::io::Read;
+        use std::os::unix::fs::PermissionsExt;
+        let function = "apiVersion: meta.pkg.crossplane.io/v1beta1\nkind: Function\nmetadata: {name: function-x}\n";
+        let dir = folder(&[("package/crossplane.yaml", function), ("rootfs/usr/local/bin/function", "#!/bin/sh\nexec true\n"), ("rootfs/etc/motd", "hi\n")]);
+        let program = dir.path().join("rootfs/usr/local/bin/function");
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("usr/local/bin", dir.path().join("rootfs/bin")).unwrap();
+        let package = read_folder(&dir.path().join("package")).unwrap();
+        let runtime = Runtime { root: dir.path().join("rootfs"), entrypoint: vec!["/usr/local/bin/function".into(), "--debug".into()], env: vec!["MODE=test".into()] };
+        let image = image_with_runtime(&package, &runtime).unwrap();
+        image.verify().unwrap();
+        assert_eq!(image.digest(), image_with_runtime(&package, &runtime).unwrap().digest(), "reproducible");
+        // The package layer is still the one a reader finds.
+        assert_eq!(meta::parse(&image.package_yaml().unwrap()).unwrap(), package);
+        let config: serde_json::Value = serde_json::from_slice(&image.config).unwrap();
+        assert_eq!(config["config"]["Entrypoint"], json!(["/usr/local/bin/function", "--debug"]));
+        assert_eq!(config["config"]["Env"], json!(["MODE=test"]));
+        assert_eq!(config["rootfs"]["diff_ids"].as_array().unwrap().len(), 2);
+        let descriptors = image.layer_descriptors().unwrap();
+        assert!(descriptors[0].2.is_empty() && descriptors[1].2[ANNOTATION_KEY] == "base");
+        let mut tar = Vec::new();
+        flate2::read::GzDecoder::new(image.layers[0].as_slice()).read_to_end(&mut tar).unwrap();
+        let mut archive = tar::Archive::new(tar.as_slice());
+        let entries: Vec<(String, u32, String)> = archive
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let link = e.link_name().unwrap().map(|l| l.display().to_string()).unwrap_or_default();
+                (e.path().unwrap().display().to_string(), e.header().mode().unwrap(), link)
+            })
+            .collect();
+        assert_eq!(
+            entries,
+            [
+                ("bin".to_string(), 0o777, "usr/local/bin".to_string()),
+                ("etc".to_string(), 0o755, String::new()),
+                ("etc/motd".to_string(), 0o644, String::new()),
+                ("usr".to_string(), 0o755, String::new()),
+                ("usr/local".to_string(), 0o755, String::new()),
+                ("usr/local/bin".to_string(), 0o755, String::new()),
+                ("usr/local/bin/function".to_string(), 0o755, String::new()),
+            ]
+        );
+        let configuration = read_folder(folder(&[("crossplane.yaml", META)]).path()).unwrap();
+        assert_eq!(image_with_runtime(&configuration, &runtime).unwrap_err().to_string(), "a Configuration package has no runtime: only Provider and Function packages run");
+        let no_entrypoint = Runtime { entrypoint: Vec::new(), ..runtime.clone() };
+        assert_eq!(image_with_runtime(&package, &no_entrypoint).unwrap_err().to_string(), "a runtime needs an entrypoint: the program its process runs");
     }
 
     #[test]

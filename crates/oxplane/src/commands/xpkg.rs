@@ -33,6 +33,17 @@ pub struct BuildArgs {
     /// Where to write the package [default: <package name>.xpkg in the package root].
     #[arg(long, short = 'o', value_name = "FILE")]
     pub package_file: Option<PathBuf>,
+    /// A Provider's or Function's runtime: the folder that becomes the image's root file
+    /// system (`bin/function` in it is `/bin/function` in the image).
+    #[arg(long, value_name = "DIR", requires = "entrypoint")]
+    pub runtime_root: Option<PathBuf>,
+    /// The runtime's entrypoint, one argument per flag: the program (a path in the runtime
+    /// root) first, then its arguments.
+    #[arg(long, value_name = "ARG", requires = "runtime_root", allow_hyphen_values = true)]
+    pub entrypoint: Vec<String>,
+    /// The runtime's environment (KEY=VALUE); repeatable.
+    #[arg(long, value_name = "KEY=VALUE", requires = "runtime_root")]
+    pub env: Vec<String>,
 }
 
 /// Flags of `oxplane xpkg push`.
@@ -111,7 +122,13 @@ pub fn run(command: XpkgCommand) -> anyhow::Result<()> {
         XpkgCommand::Build(args) => {
             let package = oxplane_xpkg::build::read_folder(&args.package_root)
                 .with_context(|| format!("cannot build a package from {}", args.package_root.display()))?;
-            let image = oxplane_xpkg::build::image(&package)?;
+            let image = match args.runtime_root {
+                None => oxplane_xpkg::build::image(&package)?,
+                Some(root) => {
+                    let runtime = oxplane_xpkg::build::Runtime { root, entrypoint: args.entrypoint, env: args.env };
+                    oxplane_xpkg::build::image_with_runtime(&package, &runtime)?
+                }
+            };
             let out = args.package_file.unwrap_or_else(|| args.package_root.join(format!("{}.xpkg", package.name())));
             oxplane_xpkg::layout::write(&image, &out)?;
             println!("built {} {} ({} objects) as {} to {}", package.package_type.kind(), package.name(), package.objects.len(), image.digest(), out.display());
