@@ -11,6 +11,7 @@ mod configurations;
 mod conversion_webhooks;
 mod conformance;
 mod crossplane_crds;
+mod crossplane_parity;
 mod controllers_only;
 mod deletion;
 mod diff;

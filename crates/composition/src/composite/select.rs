@@ -2,7 +2,14 @@
 //! random among the compatible ones) and its CompositionRevision (the one named, under the
 //! `Manual` policy; otherwise the newest the Composition controls, filtered by the revision
 //! selector).
+//!
+//! An XR's `compositionSelector` and `compositionRevisionSelector` hold `matchLabels` only (the
+//! XR schema Crossplane generates has nothing else), while the XRD's
+//! `defaultCompositionRevisionSelector` is a full label selector. The default is copied into
+//! an XR as its `matchLabels`; its `matchExpressions` are applied from the XRD for as long as
+//! the XR's selector is still the one the XRD gave it (the same `matchLabels`).
 
+use oxplane_machinery::selectors::LabelSelector;
 use oxplane_runtime::Runtime;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
@@ -73,17 +80,34 @@ pub async fn composition(runtime: &Runtime, xr_type: &XrType, xr: &Value) -> Res
     }))
 }
 
+/// The `matchLabels` of a selector (empty when it has none).
+fn match_labels(selector: &Value) -> Value {
+    selector.get("matchLabels").filter(|m| m.is_object()).cloned().unwrap_or_else(|| json!({}))
+}
+
 /// The default revision selector, when the composite has neither a revision reference nor a
-/// selector and the XRD has a default.
+/// selector and the XRD has a default: its `matchLabels`, all the XR's schema holds.
 pub fn revision_selector_default(xr_type: &XrType, xr: &Value) -> Option<Selected> {
     let default = xr_type.default_revision_selector.as_ref()?;
     if xr_type.field(xr, "compositionRevisionSelector").is_some() || xr_type.field(xr, "compositionRevisionRef").is_some() {
         return None;
     }
     Some(Selected {
-        patch: json!({"compositionRevisionSelector": default}),
+        patch: json!({"compositionRevisionSelector": {"matchLabels": match_labels(default)}}),
         events: vec![("CompositionSelection", "Default revision selector has been selected".to_string())],
     })
+}
+
+/// The selector revisions must match: the XR's own `matchLabels`, and, while that is the one
+/// the XRD's default gave it, the default's `matchExpressions` as well.
+fn revision_filter(xr_type: &XrType, selector: Option<&Value>) -> Result<LabelSelector, String> {
+    let Some(selector) = selector else { return Ok(LabelSelector::everything()) };
+    let own = json!({"matchLabels": match_labels(selector)});
+    let full = match &xr_type.default_revision_selector {
+        Some(default) if match_labels(default) == own["matchLabels"] => default,
+        _ => &own,
+    };
+    LabelSelector::from_label_selector_json(full).map_err(|e| format!("invalid composition revision selector: {}", e.message()))
 }
 
 /// The revision to compose with, and the reference change it needs (if any).
@@ -114,10 +138,11 @@ pub async fn revision(runtime: &Runtime, xr_type: &XrType, xr: &Value, compositi
         .await
         .map_err(|e| e.to_string())?;
     let selector = if xr_type.manual_updates(xr) { None } else { xr_type.field(xr, "compositionRevisionSelector") };
+    let filter = revision_filter(xr_type, selector)?;
     let newest = revisions
         .into_iter()
         .filter(|r| object::controller_uid(r) == Some(owner_uid.as_str()))
-        .filter(|r| matches_labels(r, selector))
+        .filter(|r| filter.matches_object(r))
         .max_by_key(|r| r.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0))
         .ok_or_else(|| "no compatible CompositionRevisions found".to_string())?;
     let name = object::name(&newest).unwrap_or_default().to_string();

@@ -1,0 +1,142 @@
+//! Crossplane's API details end to end with the real kubectl, where oxplane once differed:
+//! an XRD's `defaultCompositionRevisionSelector` is a full label selector whose
+//! `matchExpressions` choose the revision, while an XR's own selectors hold `matchLabels` only.
+
+use crate::support::{Server, within};
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(60);
+
+const FUNCTIONS: &str = "apiVersion: pkg.crossplane.io/v1
+kind: Function
+metadata:
+  name: function-patch-and-transform
+spec:
+  package: xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.8.2
+";
+
+/// A server with provider-nop and function-patch-and-transform, Healthy.
+fn plane() -> Server {
+    let server = Server::start_with(&["--provider", "provider-nop"]);
+    server.apply(FUNCTIONS);
+    server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-patch-and-transform", "--timeout=60s"]);
+    server
+}
+
+const BUCKETS_XRD: &str = "apiVersion: apiextensions.crossplane.io/v2
+kind: CompositeResourceDefinition
+metadata:
+  name: xbuckets.parity.example.org
+spec:
+  group: parity.example.org
+  names: {kind: XBucket, plural: xbuckets}
+  scope: Cluster
+  defaultCompositionRevisionSelector:
+    matchLabels:
+      team: platform
+    matchExpressions:
+    - key: channel
+      operator: NotIn
+      values: [dev, canary]
+  versions:
+  - name: v1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+";
+
+/// The Composition of XBuckets on `channel`: one NopResource, Ready at once.
+fn buckets_composition(channel: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: xbuckets
+  labels:
+    team: platform
+    channel: {channel}
+spec:
+  compositeTypeRef:
+    apiVersion: parity.example.org/v1
+    kind: XBucket
+  pipeline:
+  - step: compose
+    functionRef:
+      name: function-patch-and-transform
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: bucket
+        base:
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource
+          spec:
+            forProvider:
+              conditionAfter:
+              - {{time: 0s, conditionType: Ready, conditionStatus: \"True\"}}
+"
+    )
+}
+
+/// The CompositionRevisions of `xbuckets`, as `(revision number, channel label, name)` by number.
+fn revisions(server: &Server) -> Vec<(i64, String, String)> {
+    let list: Value = serde_json::from_str(&server.kubectl(&["get", "compositionrevisions", "-l", "crossplane.io/composition-name=xbuckets", "-o", "json"])).unwrap();
+    let mut revisions: Vec<(i64, String, String)> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["spec"]["revision"].as_i64().unwrap(),
+                r["metadata"]["labels"]["channel"].as_str().unwrap_or_default().to_string(),
+                r["metadata"]["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    revisions.sort();
+    revisions
+}
+
+#[test]
+fn the_xrds_default_revision_selector_matches_expressions_too() {
+    let server = plane();
+    server.apply(BUCKETS_XRD);
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/xbuckets.parity.example.org", "--timeout=60s"]);
+    let xrd = server.get(&["xrd", "xbuckets.parity.example.org"]).unwrap();
+    assert_eq!(xrd["spec"]["defaultCompositionRevisionSelector"]["matchExpressions"][0]["operator"], "NotIn", "nothing is pruned: {xrd}");
+
+    // Revisions 1 (stable), 2 (dev) and 3 (canary): the newest the default selects is 1.
+    for (count, channel) in [(1, "stable"), (2, "dev"), (3, "canary")] {
+        server.apply(&buckets_composition(channel));
+        within(T, &format!("revision {count}"), || revisions(&server).len() == count);
+    }
+    let seen = revisions(&server);
+    assert_eq!(seen.iter().map(|(n, c, _)| (*n, c.as_str())).collect::<Vec<_>>(), [(1, "stable"), (2, "dev"), (3, "canary")]);
+
+    server.apply("apiVersion: parity.example.org/v1\nkind: XBucket\nmetadata:\n  name: b1\nspec: {}\n");
+    within(T, "b1 to be Ready", || server.get(&["xbucket", "b1"]).is_some_and(|b| crate::support::is_true(&b, "Ready")));
+    let b1 = server.get(&["xbucket", "b1"]).unwrap();
+    assert_eq!(b1["spec"]["crossplane"]["compositionRevisionRef"]["name"], seen[0].2.as_str(), "{b1}");
+    // The XR's selector holds what its schema has: the default's matchLabels.
+    assert_eq!(b1["spec"]["crossplane"]["compositionRevisionSelector"], serde_json::json!({"matchLabels": {"team": "platform"}}), "{b1}");
+
+    // A stable revision 4 is selected at once by the XR following the default.
+    server.apply(&buckets_composition("stable").replace("- name: bucket", "- name: bucket-v4"));
+    within(T, "b1 to follow the newest stable revision", || {
+        let newest = revisions(&server).into_iter().find(|(n, _, _)| *n == 4).map(|(_, _, name)| name);
+        newest.is_some() && server.get(&["xbucket", "b1"]).is_some_and(|b| b["spec"]["crossplane"]["compositionRevisionRef"]["name"].as_str() == newest.as_deref())
+    });
+
+    // An XR's own selectors have matchLabels only, as the XR schema Crossplane generates.
+    let refused = server.kubectl_fails(
+        &["apply", "-f", "-"],
+        "apiVersion: parity.example.org/v1\nkind: XBucket\nmetadata:\n  name: b2\nspec:\n  crossplane:\n    compositionRevisionSelector:\n      matchLabels: {team: platform}\n      matchExpressions:\n      - {key: channel, operator: Exists}\n",
+    );
+    assert!(refused.contains(r#"unknown field "spec.crossplane.compositionRevisionSelector.matchExpressions""#), "{refused}");
+}
