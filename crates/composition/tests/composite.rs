@@ -2,7 +2,7 @@
 //! its controller, a Composition gets a revision, and an XR is composed through the built-in
 //! patch-and-transform and auto-ready functions into ConfigMaps — named, labelled, annotated
 //! and owned as Crossplane does it, kept in sync in real time, garbage-collected when no
-//! longer desired — for v2 namespaced XRs and for legacy `mode: Resources` compositions.
+//! longer desired — for v2 namespaced XRs and for legacy (`LegacyCluster`) ones.
 
 use crate::support;
 
@@ -228,20 +228,28 @@ spec:
   compositeTypeRef:
     apiVersion: legacy.example.org/v1alpha1
     kind: XSetting
-  resources:
-  - base:
-      apiVersion: v1
-      kind: ConfigMap
-      metadata:
-        namespace: default
-      data: {source: legacy}
-    patches:
-    - fromFieldPath: spec.value
-      toFieldPath: data.value
+  pipeline:
+  - step: patch-and-transform
+    functionRef:
+      name: function-patch-and-transform
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: setting
+        base:
+          apiVersion: v1
+          kind: ConfigMap
+          metadata:
+            namespace: default
+          data: {source: legacy}
+        patches:
+        - fromFieldPath: spec.value
+          toFieldPath: data.value
 "#;
 
 #[tokio::test]
-async fn a_legacy_resources_mode_composition_still_composes() {
+async fn a_legacy_xr_composes_with_its_machinery_at_the_top_of_spec() {
     let plane = Plane::start().await;
     plane.apply_yaml(LEGACY).await;
     let kind = Kind::new("legacy.example.org", "v1alpha1", "XSetting", "xsettings", false);
@@ -254,11 +262,11 @@ async fn a_legacy_resources_mode_composition_still_composes() {
     let cms = composed(&plane, &xr).await;
     assert_eq!(cms.len(), 1);
     assert_eq!(cms[0]["data"], json!({"source": "legacy", "value": "42"}));
-    assert_eq!(object::annotation(&cms[0], "crossplane.io/composition-resource-name"), Some("resource-0"));
+    assert_eq!(object::annotation(&cms[0], "crossplane.io/composition-resource-name"), Some("setting"));
     // A ConfigMap has no Ready condition: the default readiness check keeps the XR unready, naming it.
     let xr = plane
         .wait_object(&kind, None, "s1", "the unready resource named", |x| {
-            conditions::get(x, "Ready").is_some_and(|c| c.reason == "Creating" && c.message == "Unready resources: resource-0")
+            conditions::get(x, "Ready").is_some_and(|c| c.reason == "Creating" && c.message == "Unready resources: setting")
         })
         .await;
     assert_eq!(xr["spec"]["resourceRefs"][0]["namespace"], "default");

@@ -503,7 +503,7 @@ spec:
 "#;
 
 #[tokio::test]
-async fn compositions_accept_pipelines_and_the_legacy_resources_mode() {
+async fn compositions_accept_pipelines_and_refuse_the_legacy_resources_mode() {
     let plane = Plane::start().await;
 
     // A pipeline: inputs and credentials are kept as written.
@@ -520,18 +520,18 @@ async fn compositions_accept_pipelines_and_the_legacy_resources_mode() {
     let message = invalid(plane.create("compositions", &explicit).await);
     assert!(message.contains("an array of pipeline steps is required in Pipeline mode"), "{message}");
     let message = invalid(plane.create("compositions", &no_pipeline.replace("    kind: XBucket\n", "    kind: XBucket\n  mode: Native\n")).await);
-    assert!(message.contains(r#"spec.mode: Unsupported value: "Native": supported values: "Pipeline", "Resources""#), "{message}");
+    assert!(message.contains(r#"spec.mode: Unsupported value: "Native": supported values: "Pipeline""#), "{message}");
+    // The mode defaults to Pipeline.
+    assert_eq!(pipeline["spec"]["mode"], "Pipeline");
 
-    // The legacy Resources mode: accepted, and nothing of it is pruned.
-    let legacy = plane.create("compositions", LEGACY_COMPOSITION).await.unwrap();
-    let written: Value = serde_saphyr::from_str(LEGACY_COMPOSITION).unwrap();
-    assert_eq!(legacy["spec"], written["spec"]);
-    // Crossplane 1.x YAML often leaves the mode out: with resources and no pipeline, that is
-    // Resources mode, and the mode stays unset (nothing is defaulted to Pipeline).
+    // The legacy Resources mode is refused, as Crossplane v2's CRD refuses it, written or not:
+    // left out, the mode defaults to Pipeline, which needs a pipeline.
+    let message = invalid(plane.create("compositions", LEGACY_COMPOSITION).await);
+    assert!(message.contains(r#"spec.mode: Unsupported value: "Resources": supported values: "Pipeline""#), "{message}");
     let unmoded = LEGACY_COMPOSITION.replace("  mode: Resources\n", "").replace("name: xpostgresqlinstances-legacy", "name: xpostgresqlinstances-unmoded");
     assert_ne!(unmoded, LEGACY_COMPOSITION);
-    let accepted = plane.create("compositions", &unmoded).await.unwrap();
-    assert!(accepted["spec"].get("mode").is_none(), "{accepted}");
+    let message = invalid(plane.create("compositions", &unmoded).await);
+    assert!(message.contains(r#"spec: Invalid value: "object": an array of pipeline steps is required in Pipeline mode"#), "{message}");
 
     // A Secret credential needs its secretRef.
     let no_secret_ref = PIPELINE_COMPOSITION

@@ -1,7 +1,7 @@
 //! Composition end to end with the real kubectl, from a clean start: the getting-started
 //! example (provider-nop, built-in functions, a v2 namespaced XRD, a Pipeline Composition, an
 //! XR) exactly as the README walks through it; a v1 (LegacyCluster) XRD with the same
-//! pipeline; and a legacy `mode: Resources` Composition. Composed NopResources carry
+//! pipeline, and a second Composition chosen by its labels. Composed NopResources carry
 //! Crossplane's names, labels, annotation and owner reference, and `kubectl wait` sees the XR
 //! Ready.
 
@@ -142,7 +142,7 @@ spec:
       name: function-auto-ready
 "#;
 
-const RESOURCES_MODE: &str = r#"
+const CLASSIC: &str = r#"
 apiVersion: apiextensions.crossplane.io/v1
 kind: Composition
 metadata:
@@ -153,30 +153,39 @@ spec:
   compositeTypeRef:
     apiVersion: example.org/v1alpha1
     kind: XParent
-  mode: Resources
-  resources:
-  - name: only
-    base:
-      apiVersion: nop.crossplane.io/v1alpha1
-      kind: NopResource
-      spec:
-        forProvider:
-          conditionAfter:
-          - {time: 0s, conditionType: Ready, conditionStatus: "True"}
-    patches:
-    - fromFieldPath: spec.label
-      toFieldPath: metadata.labels[example.org/label]
+  pipeline:
+  - step: compose
+    functionRef:
+      name: function-patch-and-transform
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: only
+        base:
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource
+          spec:
+            forProvider:
+              conditionAfter:
+              - {time: 0s, conditionType: Ready, conditionStatus: "True"}
+        patches:
+        - fromFieldPath: spec.label
+          toFieldPath: metadata.labels[example.org/label]
+  - step: ready
+    functionRef:
+      name: function-auto-ready
 "#;
 
 #[test]
-fn a_legacy_xrd_composes_with_a_pipeline_and_with_mode_resources() {
+fn a_legacy_xrd_composes_with_pipelines_chosen_by_reference_and_by_labels() {
     let server = Server::start_with(&["--provider", "provider-nop"]);
     server.kubectl_stdin(&["apply", "-f", "-"], &std::fs::read_to_string(example("01-functions.yaml")).unwrap());
     server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-auto-ready", "--timeout=60s"]);
     server.kubectl_stdin(&["apply", "-f", "-"], LEGACY_XRD);
     server.kubectl(&["wait", "--for=condition=Established", "xrd/xparents.example.org", "--timeout=60s"]);
     server.kubectl_stdin(&["apply", "-f", "-"], PIPELINE);
-    server.kubectl_stdin(&["apply", "-f", "-"], RESOURCES_MODE);
+    server.kubectl_stdin(&["apply", "-f", "-"], CLASSIC);
     server.kubectl_stdin(
         &["apply", "-f", "-"],
         "apiVersion: example.org/v1alpha1\nkind: XParent\nmetadata:\n  name: p1\nspec:\n  label: blue\n  compositionRef:\n    name: xparents\n---\n\

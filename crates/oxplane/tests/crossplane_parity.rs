@@ -1,6 +1,8 @@
 //! Crossplane's API details end to end with the real kubectl, where oxplane once differed:
 //! an XRD's `defaultCompositionRevisionSelector` is a full label selector whose
-//! `matchExpressions` choose the revision, while an XR's own selectors hold `matchLabels` only.
+//! `matchExpressions` choose the revision, while an XR's own selectors hold `matchLabels` only;
+//! a Composition's `mode` is `Pipeline` alone (the default), the legacy `mode: Resources`
+//! refused as Crossplane v2 refuses it.
 
 use crate::support::{Server, within};
 
@@ -139,4 +141,41 @@ fn the_xrds_default_revision_selector_matches_expressions_too() {
         "apiVersion: parity.example.org/v1\nkind: XBucket\nmetadata:\n  name: b2\nspec:\n  crossplane:\n    compositionRevisionSelector:\n      matchLabels: {team: platform}\n      matchExpressions:\n      - {key: channel, operator: Exists}\n",
     );
     assert!(refused.contains(r#"unknown field "spec.crossplane.compositionRevisionSelector.matchExpressions""#), "{refused}");
+}
+
+const LEGACY_COMPOSITION: &str = "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: xbuckets-classic
+spec:
+  compositeTypeRef:
+    apiVersion: parity.example.org/v1
+    kind: XBucket
+  mode: Resources
+  resources:
+  - name: bucket
+    base:
+      apiVersion: nop.crossplane.io/v1alpha1
+      kind: NopResource
+";
+
+#[test]
+fn a_composition_runs_a_pipeline_only_and_the_resources_mode_is_refused() {
+    let server = Server::start();
+    // Crossplane 1.x YAML: its legacy fields are unknown to the v2 schema...
+    let refused = server.kubectl_fails(&["apply", "-f", "-"], LEGACY_COMPOSITION);
+    assert!(refused.contains(r#"strict decoding error: unknown field "spec.resources""#), "{refused}");
+    // ...and, with them dropped, the mode is refused with the CRD's enum.
+    let refused = server.kubectl_fails(&["apply", "--validate=false", "-f", "-"], LEGACY_COMPOSITION);
+    assert!(refused.contains(r#"The Composition "xbuckets-classic" is invalid: "#), "{refused}");
+    assert!(refused.contains(r#"spec.mode: Unsupported value: "Resources": supported values: "Pipeline""#), "{refused}");
+    // Without a mode, the mode is Pipeline, which needs a pipeline.
+    let refused = server.kubectl_fails(&["apply", "--validate=false", "-f", "-"], &LEGACY_COMPOSITION.replace("  mode: Resources\n", ""));
+    assert!(refused.contains(r#"spec: Invalid value: "object": an array of pipeline steps is required in Pipeline mode"#), "{refused}");
+    assert!(server.get(&["composition", "xbuckets-classic"]).is_none(), "nothing is stored");
+
+    // A pipeline without a mode is stored with the default mode, Pipeline.
+    server.apply(&buckets_composition("stable"));
+    let stored = server.get(&["composition", "xbuckets"]).unwrap();
+    assert_eq!(stored["spec"]["mode"], "Pipeline", "{stored}");
 }

@@ -17,15 +17,6 @@ const NOP: &str = "nop.crossplane.io/v1alpha1";
 const USAGES: &str = "usages.apiextensions.crossplane.io";
 const HOLD: &str = "test.oxplane.io/hold";
 
-/// How the Composition runs patch-and-transform.
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// `mode: Pipeline` with function-patch-and-transform and function-auto-ready.
-    Pipeline,
-    /// The legacy `mode: Resources` (no mode at all).
-    Resources,
-}
-
 const PLANE: &str = "apiVersion: pkg.crossplane.io/v1
 kind: Function
 metadata:
@@ -90,21 +81,17 @@ fn usage(resource_name: &str, version: &str) -> Value {
 
 /// The Composition of XStacks: `used`, `using` (held by a test finalizer when asked) and the
 /// given Usages `(resource name, version label)`.
-fn composition(mode: Mode, usages: &[(&str, &str)], hold_using: bool) -> String {
+/// The Composition: function-patch-and-transform, then function-auto-ready.
+fn composition(usages: &[(&str, &str)], hold_using: bool) -> String {
     let mut resources = vec![nop("used", false), nop("using", hold_using)];
     resources.extend(usages.iter().map(|(name, version)| usage(name, version)));
     let mut spec = json!({"compositeTypeRef": {"apiVersion": "example.org/v1alpha1", "kind": "XStack"}});
-    match mode {
-        Mode::Pipeline => {
-            spec["mode"] = json!("Pipeline");
-            spec["pipeline"] = json!([
-                {"step": "compose", "functionRef": {"name": "function-patch-and-transform"},
-                 "input": {"apiVersion": "pt.fn.crossplane.io/v1beta1", "kind": "Resources", "resources": resources}},
-                {"step": "ready", "functionRef": {"name": "function-auto-ready"}}
-            ]);
-        }
-        Mode::Resources => spec["resources"] = json!(resources),
-    }
+    spec["mode"] = json!("Pipeline");
+    spec["pipeline"] = json!([
+        {"step": "compose", "functionRef": {"name": "function-patch-and-transform"},
+         "input": {"apiVersion": "pt.fn.crossplane.io/v1beta1", "kind": "Resources", "resources": resources}},
+        {"step": "ready", "functionRef": {"name": "function-auto-ready"}}
+    ]);
     json!({"apiVersion": "apiextensions.crossplane.io/v1", "kind": "Composition", "metadata": {"name": "xstacks"}, "spec": spec}).to_string()
 }
 
@@ -113,12 +100,12 @@ fn claim(policy: &str) -> String {
 }
 
 /// A server with provider-nop, the functions and the XRD, and claim `c1` Ready.
-fn ready_claim(mode: Mode, usages: &[(&str, &str)], hold_using: bool, policy: &str) -> Server {
+fn ready_claim(usages: &[(&str, &str)], hold_using: bool, policy: &str) -> Server {
     let server = Server::start_with(&["--provider", "provider-nop"]);
     server.apply(PLANE);
     server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-nop", "function/function-auto-ready", "function/function-patch-and-transform", "--timeout=60s"]);
     server.kubectl(&["wait", "--for=condition=Offered", "xrd/xstacks.example.org", "--timeout=60s"]);
-    server.apply(&composition(mode, usages, hold_using));
+    server.apply(&composition(usages, hold_using));
     server.apply(&claim(policy));
     server.kubectl(&["wait", "--for=condition=Ready", "stack/c1", "-n", "team-a", "--timeout=60s"]);
     server
@@ -188,8 +175,8 @@ fn tree_gone(server: &Server) -> bool {
 
 /// US-01 then US-03: the Usage is replaced (the used resource never loses its protection and
 /// the old Usage never waits), then removed (the protection goes), then the claim is deleted.
-fn replace_then_remove(mode: Mode, policy: &str) {
-    let server = ready_claim(mode, &[("u-initial", "initial")], false, policy);
+fn replace_then_remove(policy: &str) {
+    let server = ready_claim(&[("u-initial", "initial")], false, policy);
     let columns: Vec<String> = server.kubectl(&["get", USAGES]).lines().next().unwrap().split_whitespace().map(str::to_string).collect();
     assert_eq!(columns, ["NAME", "DETAILS", "READY", "AGE"]);
     let initial = usages(&server, "initial");
@@ -208,7 +195,7 @@ fn replace_then_remove(mode: Mode, policy: &str) {
     // US-01: a new revision replaces u-initial by u-updated. A watch sees every version of
     // the used resource, so even a short loss of the label would show.
     let watch = LabelWatch::start(&server, &format!("nopresource/{}", used["metadata"]["name"].as_str().unwrap()));
-    server.apply(&composition(mode, &[("u-updated", "updated")], false));
+    server.apply(&composition(&[("u-updated", "updated")], false));
     let deadline = Instant::now() + T_REACT + Duration::from_secs(30);
     let mut updated_ready_after = None;
     let started = Instant::now();
@@ -238,7 +225,7 @@ fn replace_then_remove(mode: Mode, policy: &str) {
     assert!(!reasons.iter().any(|r| r == "WaitingUsingDeleted"), "the replaced Usage waited: {reasons:?}");
 
     // US-03: the Usage is removed; the used resource loses its protection.
-    server.apply(&composition(mode, &[], false));
+    server.apply(&composition(&[], false));
     within(T_REACT, "the used resource unprotected", || role(&server, "used").is_some_and(|u| !in_use(&u)));
     within(T_REACT, "no Usage left", || server.kubectl(&["get", USAGES, "-o", "name"]).trim().is_empty());
     server.kubectl(&["delete", "stack", "c1", "-n", "team-a", "--wait=false"]);
@@ -247,18 +234,18 @@ fn replace_then_remove(mode: Mode, policy: &str) {
 
 #[test]
 fn us01_us03_a_replaced_then_removed_usage_in_a_pipeline_lets_go_foreground() {
-    replace_then_remove(Mode::Pipeline, "Foreground");
+    replace_then_remove("Foreground");
 }
 
 #[test]
-fn us01_us03_a_replaced_then_removed_usage_in_legacy_resources_mode_lets_go_background() {
-    replace_then_remove(Mode::Resources, "Background");
+fn us01_us03_a_replaced_then_removed_usage_in_a_pipeline_lets_go_background() {
+    replace_then_remove("Background");
 }
 
 /// US-04: deleting the claim deletes `using` first; `used` is not deleted while `using`
 /// exists, and goes after it.
 fn deletion_keeps_order(policy: &str) {
-    let server = ready_claim(Mode::Pipeline, &[("u", "initial")], true, policy);
+    let server = ready_claim(&[("u", "initial")], true, policy);
     let usage_name = usages(&server, "initial")[0]["metadata"]["name"].as_str().unwrap().to_string();
     server.kubectl(&["delete", "stack", "c1", "-n", "team-a", "--wait=false"]);
     within(T_REACT, "the using resource deleting", || role(&server, "using").is_some_and(|u| deleting(&u)));
@@ -363,7 +350,7 @@ fn us07_a_standalone_usage_protects_until_it_is_deleted() {
 /// while its user exists, and in the end the whole tree goes, the used resource last.
 #[test]
 fn a_usage_protected_deletion_survives_kill_9() {
-    let mut server = ready_claim(Mode::Pipeline, &[("u", "initial")], true, "Background");
+    let mut server = ready_claim(&[("u", "initial")], true, "Background");
     server.kubectl(&["delete", "stack", "c1", "-n", "team-a", "--wait=false"]);
     within(T_REACT * 2, "a refused deletion of the used resource", || {
         role(&server, "used").is_some_and(|u| u["metadata"]["annotations"]["usage.crossplane.io/deletion-attempt-with-policy"].is_string())

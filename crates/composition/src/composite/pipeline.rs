@@ -27,22 +27,13 @@ use crate::packages::FunctionRegistry;
 /// `MaxRequirementsIterations`).
 pub const MAX_REQUIREMENT_ITERATIONS: usize = 5;
 
-/// What a step calls.
-#[derive(Clone)]
-pub enum StepFunction {
-    /// A Function installed under this name (`functionRef.name`).
-    Named(String),
-    /// A function called directly (the legacy `mode: Resources` runs patch-and-transform).
-    Direct(Arc<dyn Function>),
-}
-
 /// One pipeline step.
 #[derive(Clone)]
 pub struct Step {
     /// `step`.
     pub name: String,
-    /// What it calls.
-    pub function: StepFunction,
+    /// The Function it calls: the name it is installed under (`functionRef.name`).
+    pub function: String,
     /// `input`.
     pub input: Option<Value>,
     /// `credentials`: name → `(namespace, name)` of a Secret.
@@ -103,7 +94,7 @@ impl Step {
             let text = |f: &str| requirement.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
             required_schemas.insert(key.to_string(), SchemaSelector { api_version: text("apiVersion"), kind: text("kind") });
         }
-        Ok(Step { name, function: StepFunction::Named(function.to_string()), input: step.get("input").cloned(), credentials, required, required_schemas })
+        Ok(Step { name, function: function.to_string(), input: step.get("input").cloned(), credentials, required, required_schemas })
     }
 }
 
@@ -288,10 +279,7 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
     let mut desired = State::default();
     let mut context: Option<Value> = Some(context);
     for step in steps {
-        let function = match &step.function {
-            StepFunction::Direct(function) => function.clone(),
-            StepFunction::Named(name) => env.function(&step.name, name).await?,
-        };
+        let function = env.function(&step.name, &step.function).await?;
         let mut credentials = BTreeMap::new();
         for (name, secret) in &step.credentials {
             let Some((namespace, secret_name)) = secret else { continue };
@@ -323,10 +311,7 @@ pub async fn run(env: &dyn PipelineEnv, steps: &[Step], observed: State, context
             request.meta.tag = oxplane_functions::grpc::tag(&request);
             let started = std::time::Instant::now();
             let called = function.run(request.clone()).await;
-            let function_name = match &step.function {
-                StepFunction::Named(name) => name.as_str(),
-                StepFunction::Direct(_) => "function-patch-and-transform",
-            };
+            let function_name = step.function.as_str();
             oxplane_metrics::global().function_call(function_name, called.is_ok(), started.elapsed());
             let response = called.map_err(|e| env.step_failed(&step.name, &e.to_string()))?;
             calls += 1;

@@ -22,7 +22,7 @@ use sha2::{Digest, Sha256};
 
 use super::compose::{self, ANNOTATION_RESOURCE_NAME, LABEL_COMPOSITE, MANAGER_COMPOSITE};
 use super::dependencies::Dependencies;
-use super::pipeline::{self, Step, StepFunction};
+use super::pipeline::{self, Step};
 use super::select;
 use super::shape::XrType;
 use crate::packages::FunctionRegistry;
@@ -728,23 +728,17 @@ cached: &(dyn Fn(&Gvk, &ObjectKey) -> Option<Value> + Sync),
     Ok((state, objects))
 }
 
-/// The steps of a revision: its pipeline, or for the legacy `mode: Resources` (also when the
-/// mode is unset and there are resources but no pipeline) one patch-and-transform step built
-/// from its templates.
+/// The steps of a revision: its pipeline. Crossplane v2 has no other mode; a revision in the
+/// legacy `mode: Resources` (stored before the Composition CRD refused it) is an error naming
+/// the mode, not composed.
 pub fn steps_of(revision: &Value) -> Result<Vec<Step>, String> {
     let spec = revision.get("spec").cloned().unwrap_or_else(|| json!({}));
-    let mode = spec.get("mode").and_then(Value::as_str);
-    let legacy = mode == Some("Resources") || (mode.is_none() && spec.get("pipeline").is_none() && spec.get("resources").is_some());
-    if legacy {
-        let input = oxplane_functions::builtin::patch_and_transform::input_from_legacy_composition(&spec).map_err(|e| e.to_string())?;
-        return Ok(vec![Step {
-            name: "patch-and-transform".to_string(),
-            function: StepFunction::Direct(Arc::new(oxplane_functions::PatchAndTransform)),
-            input: Some(input),
-            credentials: Vec::new(),
-            required: BTreeMap::new(),
-            required_schemas: BTreeMap::new(),
-        }]);
+    match spec.get("mode").and_then(Value::as_str) {
+        Some("Pipeline") | None => {}
+        Some(other) => return Err(format!("unsupported Composition mode {other:?}: only Pipeline mode is supported")),
+    }
+    if spec.get("pipeline").is_none() {
+        return Err("an array of pipeline steps is required in Pipeline mode".to_string());
     }
     spec.get("pipeline").and_then(Value::as_array).into_iter().flatten().map(Step::parse).collect()
 }
@@ -777,11 +771,11 @@ mod tests {
     }
 
     #[test]
-    fn legacy_compositions_run_patch_and_transform() {
-        let legacy = json!({"spec": {"resources": [{"name": "a", "base": {"apiVersion": "v1", "kind": "ConfigMap"}}]}});
-        let steps = steps_of(&legacy).unwrap();
-        assert_eq!(steps.len(), 1);
-        assert!(matches!(steps[0].function, StepFunction::Direct(_)));
+    fn only_pipelines_are_run() {
+        let legacy = json!({"spec": {"mode": "Resources", "resources": [{"name": "a", "base": {"apiVersion": "v1", "kind": "ConfigMap"}}]}});
+        assert_eq!(steps_of(&legacy).err().as_deref(), Some(r#"unsupported Composition mode "Resources": only Pipeline mode is supported"#));
+        let unmoded = json!({"spec": {"resources": [{"name": "a", "base": {"apiVersion": "v1", "kind": "ConfigMap"}}]}});
+        assert_eq!(steps_of(&unmoded).err().as_deref(), Some("an array of pipeline steps is required in Pipeline mode"));
         let pipeline = json!({"spec": {"mode": "Pipeline", "pipeline": [
             {"step": "pt", "functionRef": {"name": "function-patch-and-transform"}, "input": {"kind": "Resources"}},
             {"step": "ready", "functionRef": {"name": "function-auto-ready"}}
