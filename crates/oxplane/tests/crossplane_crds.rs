@@ -11,7 +11,11 @@
 //! `pkg.crossplane.io_providers.yaml` and `pkg.crossplane.io_providerrevisions.yaml` and the
 //! package types (`runtimeConfigRef` defaulted to the DeploymentRuntimeConfig `default`, no enum
 //! on `revisionActivationPolicy` or `desiredState`), `apiextensions.crossplane.io_environmentconfigs.yaml`
-//! (category `crossplane`), `ops.crossplane.io_operations.yaml` (controller-gen v0.19.0); for
+//! (category `crossplane`), `ops.crossplane.io_operations.yaml` (controller-gen v0.19.0),
+//! `apiextensions.crossplane.io_compositions.yaml` at v2.3.4 (`mode` only `Pipeline`), the XRD's
+//! `defaultCompositionRevisionSelector` (a `metav1.LabelSelector`), and the
+//! DeploymentRuntimeConfig types (`ObjectMeta` of name, labels and annotations, an apps/v1
+//! `DeploymentSpec` with `selector` and `template` required); for
 //! the v2-only rules (XRD scopes, claims refused in v2, lowercase names) and the columns of
 //! revisions, Crossplane's v2 API types as the specification of this project records them.
 
@@ -69,6 +73,13 @@ fn composition(name: &str, spec: &str) -> String {
 }
 
 const STEP: &str = "  mode: Pipeline\n  pipeline:\n  - step: render\n    functionRef: {name: function-dummy}\n";
+
+/// The smallest Deployment spec Crossplane's DeploymentRuntimeConfig CRD accepts.
+const DEPLOYMENT: &str = "      selector: {}\n      template: {}\n";
+
+fn drc(spec: &str) -> String {
+    object("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", "d", &format!("spec:\n{spec}"))
+}
 
 fn operation(spec: &str) -> String {
     object("ops.crossplane.io/v1alpha1", "Operation", "tidy", &format!("spec:\n{spec}"))
@@ -185,6 +196,47 @@ fn refused() -> Vec<(&'static str, String, Vec<String>)> {
             object("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", "d", "spec:\n  deploymentTemplate: big\n"),
             invalid("DeploymentRuntimeConfig", "d", r#"spec.deploymentTemplate: Invalid value: "string": spec.deploymentTemplate in body must be of type object"#),
         ),
+        (
+            "DeploymentRuntimeConfig: a Deployment spec without selector and template",
+            drc("  deploymentTemplate:\n    spec:\n      replicas: 2\n"),
+            [invalid("DeploymentRuntimeConfig", "d", "spec.deploymentTemplate.spec.selector: Required value"), vec!["spec.deploymentTemplate.spec.template: Required value".to_string()]].concat(),
+        ),
+        (
+            "DeploymentRuntimeConfig: replicas that are not a number",
+            drc(&format!("  deploymentTemplate:\n    spec:\n      replicas: two\n{DEPLOYMENT}")),
+            invalid("DeploymentRuntimeConfig", "d", r#"spec.deploymentTemplate.spec.replicas: Invalid value: "string": spec.deploymentTemplate.spec.replicas in body must be of type integer"#),
+        ),
+        (
+            "DeploymentRuntimeConfig: a container without a name",
+            drc("  deploymentTemplate:\n    spec:\n      selector: {}\n      template:\n        spec:\n          containers:\n          - args: [--debug]\n"),
+            invalid("DeploymentRuntimeConfig", "d", "spec.deploymentTemplate.spec.template.spec.containers[0].name: Required value"),
+        ),
+        (
+            "DeploymentRuntimeConfig: a pod spec without containers",
+            drc("  deploymentTemplate:\n    spec:\n      selector: {}\n      template:\n        spec:\n          serviceAccountName: runtime\n"),
+            invalid("DeploymentRuntimeConfig", "d", "spec.deploymentTemplate.spec.template.spec.containers: Required value"),
+        ),
+        (
+            "DeploymentRuntimeConfig: labels that are not a map",
+            drc("  serviceAccountTemplate:\n    metadata:\n      labels: 7\n"),
+            invalid("DeploymentRuntimeConfig", "d", r#"spec.serviceAccountTemplate.metadata.labels: Invalid value: "integer": spec.serviceAccountTemplate.metadata.labels in body must be of type object"#),
+        ),
+        (
+            "DeploymentRuntimeConfig: a Service name that is not a string",
+            drc("  serviceTemplate:\n    metadata:\n      name: 5\n"),
+            invalid("DeploymentRuntimeConfig", "d", r#"spec.serviceTemplate.metadata.name: Invalid value: "integer": spec.serviceTemplate.metadata.name in body must be of type string"#),
+        ),
+        ("DeploymentRuntimeConfig: a Service spec", drc("  serviceTemplate:\n    spec:\n      type: NodePort\n"), vec![r#"unknown field "spec.serviceTemplate.spec""#.to_string()]),
+        (
+            "XRD: a default revision selector expression without an operator",
+            xrd_v2("  defaultCompositionRevisionSelector:\n    matchExpressions:\n    - {key: channel, values: [stable]}\n"),
+            xrd("spec.defaultCompositionRevisionSelector.matchExpressions[0].operator: Required value"),
+        ),
+        (
+            "Composition: the legacy Resources mode",
+            composition("c", &STEP.replace("mode: Pipeline", "mode: Resources")),
+            invalid("Composition", "c", r#"spec.mode: Unsupported value: "Resources": supported values: "Pipeline""#),
+        ),
         ("Operation: no steps", operation("  mode: Pipeline\n  pipeline: []\n"), invalid("Operation", "tidy", "spec.pipeline: Invalid value: 0: spec.pipeline in body should have at least 1 items")),
         ("Operation: unknown mode", operation(&STEP.replace("mode: Pipeline", "mode: Later")), invalid("Operation", "tidy", r#"spec.mode: Unsupported value: "Later": supported values: "Pipeline""#)),
         (
@@ -223,7 +275,16 @@ fn valid() -> Vec<(&'static str, String)> {
         ("functions", object("pkg.crossplane.io/v1beta1", "Function", "function-dummy", "spec:\n  package: xpkg.crossplane.io/crossplane-contrib/function-dummy:v0.4.1\n")),
         ("configurations", object("pkg.crossplane.io/v1", "Configuration", "platform", "spec:\n  package: 127.0.0.1:9/example/platform:v1.0.0\n  skipDependencyResolution: true\n")),
         ("configurationrevisions", revision("ConfigurationRevision", "platform-manual")),
-        ("deploymentruntimeconfigs", object("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", "debug", "spec:\n  deploymentTemplate:\n    spec:\n      selector: {}\n      template: {}\n")),
+        ("deploymentruntimeconfigs", object("pkg.crossplane.io/v1beta1", "DeploymentRuntimeConfig", "empty", &format!("spec:\n  deploymentTemplate:\n    spec:\n{DEPLOYMENT}"))),
+        (
+            "deploymentruntimeconfigs",
+            object(
+                "pkg.crossplane.io/v1beta1",
+                "DeploymentRuntimeConfig",
+                "debug",
+                "spec:\n  deploymentTemplate:\n    metadata: {labels: {team: platform}}\n    spec:\n      replicas: 1\n      selector: {}\n      strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 25%, maxUnavailable: 0}}\n      template:\n        metadata: {annotations: {example.org/debug: 'on'}}\n        spec:\n          containers:\n          - name: package-runtime\n            args: [--debug, --poll=1m]\n            resources: {limits: {memory: 512Mi}}\n  serviceTemplate:\n    metadata: {name: runtime}\n  serviceAccountTemplate:\n    metadata: {name: runtime, annotations: {example.org/role: runtime}}\n",
+            ),
+        ),
         ("ops", operation(STEP)),
         ("cronops", object("ops.crossplane.io/v1alpha1", "CronOperation", "nightly", &format!("spec:\n  schedule: '0 0 1 1 *'\n{}", template()))),
         ("watchops", object("ops.crossplane.io/v1alpha1", "WatchOperation", "on-change", &format!("spec:\n  watch: {{apiVersion: v1, kind: ConfigMap, matchLabels: {{watched: 'yes'}}}}\n{}", template()))),
