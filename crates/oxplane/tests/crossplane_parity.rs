@@ -2,7 +2,8 @@
 //! an XRD's `defaultCompositionRevisionSelector` is a full label selector whose
 //! `matchExpressions` choose the revision, while an XR's own selectors hold `matchLabels` only;
 //! a Composition's `mode` is `Pipeline` alone (the default), the legacy `mode: Resources`
-//! refused as Crossplane v2 refuses it.
+//! refused as Crossplane v2 refuses it; `revisionActivationPolicy: Manual` honoured for
+//! Functions and Providers.
 
 use crate::support::{Server, within};
 
@@ -178,4 +179,69 @@ fn a_composition_runs_a_pipeline_only_and_the_resources_mode_is_refused() {
     server.apply(&buckets_composition("stable"));
     let stored = server.get(&["composition", "xbuckets"]).unwrap();
     assert_eq!(stored["spec"]["mode"], "Pipeline", "{stored}");
+}
+
+/// `(status, reason)` of a condition of `object`.
+fn state_of(object: &Value, type_: &str) -> (String, String) {
+    let condition = crate::support::condition(object, type_).unwrap_or_default();
+    (condition["status"].as_str().unwrap_or_default().to_string(), condition["reason"].as_str().unwrap_or_default().to_string())
+}
+
+fn desired_state(server: &Server, kind: &str, name: &str) -> String {
+    server.get(&[kind, name]).map(|r| r["spec"]["desiredState"].as_str().unwrap_or_default().to_string()).unwrap_or_default()
+}
+
+#[test]
+fn a_manual_activation_policy_leaves_new_revisions_of_functions_and_providers_inactive() {
+    let server = Server::start();
+    // A Function installed with the Manual policy: its first revision is Inactive, and the
+    // Function says so, until the user activates the revision.
+    server.apply("apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata:\n  name: function-dummy\nspec:\n  package: xpkg.crossplane.io/crossplane-contrib/function-dummy:v0.4.1\n  revisionActivationPolicy: Manual\n");
+    within(T, "the Function to be inactive", || {
+        server.get(&["function", "function-dummy"]).is_some_and(|f| state_of(&f, "Installed") == ("False".into(), "InactivePackageRevision".into()))
+    });
+    let function = server.get(&["function", "function-dummy"]).unwrap();
+    assert_eq!(crate::support::condition(&function, "Installed").unwrap()["message"], "Package is inactive");
+    let revision = function["status"]["currentRevision"].as_str().unwrap().to_string();
+    assert_eq!(desired_state(&server, "functionrevision", &revision), "Inactive");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(desired_state(&server, "functionrevision", &revision), "Inactive", "it stays inactive");
+    server.kubectl(&["patch", "functionrevision", &revision, "--type=merge", "-p", r#"{"spec":{"desiredState":"Active"}}"#]);
+    server.kubectl(&["wait", "--for=condition=Installed", "function/function-dummy", "--timeout=60s"]);
+
+    // A Provider installed with the default (Automatic) policy, then upgraded under Manual:
+    // the new revision is created Inactive, and, as Crossplane's package manager does
+    // whatever the policy, the old one is made inactive too; what it installed stays.
+    let provider = |version: &str, policy: &str| {
+        format!("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-nop\nspec:\n  package: xpkg.crossplane.io/crossplane-contrib/provider-nop:{version}\n  revisionActivationPolicy: {policy}\n")
+    };
+    server.apply(&provider("v0.4.0", "Automatic"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "--for=condition=Installed", "provider/provider-nop", "--timeout=60s"]);
+    let first = server.get(&["provider", "provider-nop"]).unwrap()["status"]["currentRevision"].as_str().unwrap().to_string();
+    server.apply(&provider("v0.4.1", "Manual"));
+    within(T, "the new revision, inactive", || {
+        server.get(&["provider", "provider-nop"]).is_some_and(|p| {
+            p["status"]["currentRevision"].as_str() != Some(first.as_str()) && state_of(&p, "Installed") == ("False".into(), "InactivePackageRevision".into())
+        })
+    });
+    let second = server.get(&["provider", "provider-nop"]).unwrap()["status"]["currentRevision"].as_str().unwrap().to_string();
+    assert_eq!(desired_state(&server, "providerrevision", &second), "Inactive");
+    within(T, "the old revision to become inactive", || desired_state(&server, "providerrevision", &first) == "Inactive");
+    let crd = server.get(&["crd", "nopresources.nop.crossplane.io"]).expect("the provider's CRDs stay");
+    let controller = crd["metadata"]["ownerReferences"].as_array().unwrap().iter().find(|o| o["controller"] == true).cloned().unwrap();
+    assert_eq!(controller["name"], first.as_str(), "nothing of the inactive revision is installed: {crd}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(desired_state(&server, "providerrevision", &second), "Inactive", "it stays inactive");
+
+    // The user activates it: it is installed, the CRDs' controller moves to it.
+    server.kubectl(&["patch", "providerrevision", &second, "--type=merge", "-p", r#"{"spec":{"desiredState":"Active"}}"#]);
+    server.kubectl(&["wait", "--for=condition=Installed", "provider/provider-nop", "--timeout=60s"]);
+    within(T, "the CRD's controller to move to the activated revision", || {
+        server.get(&["crd", "nopresources.nop.crossplane.io"]).is_some_and(|c| {
+            c["metadata"]["ownerReferences"].as_array().into_iter().flatten().any(|o| o["controller"] == true && o["name"] == second.as_str())
+        })
+    });
+    assert_eq!(desired_state(&server, "providerrevision", &first), "Inactive");
+    let revisions = server.kubectl(&["get", "providerrevisions"]);
+    assert!(revisions.lines().next().unwrap().contains("STATE"), "{revisions}");
 }

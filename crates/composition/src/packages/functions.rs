@@ -211,9 +211,13 @@ impl Installer for FunctionInstaller {
     }
 
     async fn uninstall(&self, package: &Value) -> Result<Option<String>, String> {
+        self.deactivate(package).await;
+        Ok(None)
+    }
+
+    async fn deactivate(&self, package: &Value) {
         self.remotes.lock().unwrap_or_else(|p| p.into_inner()).remove(object::name(package).unwrap_or_default());
         self.registry.unregister(object::name(package).unwrap_or_default());
-        Ok(None)
     }
 
     fn revision_status(&self, package: &Value) -> Map<String, Value> {

@@ -188,6 +188,14 @@ impl Installer for ProviderInstaller {
         Ok(None)
     }
 
+    async fn deactivate(&self, package: &Value) {
+        let name = object::name(package).unwrap_or_default();
+        if let Some((_, handle)) = self.lock().remove(name) {
+            handle.stop();
+            tracing::info!(provider = name, "provider stopped: no active revision");
+        }
+    }
+
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
         let refs: Vec<Value> = self

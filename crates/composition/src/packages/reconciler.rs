@@ -1,5 +1,6 @@
 //! The lifecycle of a package object, shared by Providers and Functions: a revision per
-//! package reference, install through an [`Installer`], Crossplane's `Installed` and
+//! package reference (created inactive under `revisionActivationPolicy: Manual` until the
+//! user activates it), install through an [`Installer`], Crossplane's `Installed` and
 //! `Healthy` conditions, and an uninstall that waits — saying for what — until nothing
 //! depends on the package.
 
@@ -42,6 +43,9 @@ pub trait Installer: Send + Sync + 'static {
     async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String>;
     /// Uninstalls: `Ok(None)` once done, `Ok(Some(what))` while waiting.
     async fn uninstall(&self, package: &Value) -> Result<Option<String>, String>;
+    /// Stops the package's runtime while no revision of it is active, keeping what it
+    /// installed (an inactive revision runs nothing, as Crossplane's runs no Deployment).
+    async fn deactivate(&self, package: &Value);
     /// Extra status fields of the revision (e.g. `objectRefs`, `endpoint`).
     fn revision_status(&self, package: &Value) -> Map<String, Value>;
 }
@@ -111,8 +115,17 @@ impl PackageReconciler {
             return Ok(Action::Done);
         }
 
-        let revision = self.ensure_revision(package, &name, &reference).await?;
+        let automatic = package.pointer("/spec/revisionActivationPolicy").and_then(Value::as_str) != Some("Manual");
+        let revision = self.ensure_revision(package, &name, &reference, automatic).await?;
         let revision_name = object::name(&revision).unwrap_or_default().to_string();
+        if let Some(status) = package.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) {
+            status["currentRevision"] = json!(revision_name);
+            status["currentIdentifier"] = json!(reference);
+            status["resolvedPackage"] = json!(reference);
+        }
+        if revision.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Active") {
+            return self.stay_inactive(package, &name, revision).await;
+        }
         let outcome = self.installer.install(package, &reference).await;
         let healthy = match &outcome {
             Ok(None) => Condition::new("Healthy", "True", "HealthyPackageRevision"),
@@ -124,11 +137,6 @@ impl PackageReconciler {
         }
         conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
         conditions::set(package, healthy.clone());
-        if let Some(status) = package.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({}))) {
-            status["currentRevision"] = json!(revision_name);
-            status["currentIdentifier"] = json!(reference);
-            status["resolvedPackage"] = json!(reference);
-        }
         self.write_revision_status(revision, healthy, package).await?;
         if matches!(outcome, Ok(None)) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
@@ -165,21 +173,48 @@ impl PackageReconciler {
         collect_revision_garbage(&self.kube, &kind, package, old.iter().collect()).await
     }
 
-    async fn ensure_revision(&self, package: &Value, name: &str, reference: &str) -> Result<Value, ReconcileError> {
+    /// The current revision under `revisionActivationPolicy: Manual`, not yet activated: as
+    /// Crossplane's package manager, every other revision is made inactive whatever the
+    /// policy, so nothing of the package runs until the user sets this one's
+    /// `spec.desiredState: Active`; what the package installed stays.
+    async fn stay_inactive(&self, package: &mut Value, name: &str, revision: Value) -> Result<Action, ReconcileError> {
+        let current = object::name(&revision).unwrap_or_default().to_string();
+        self.retire_old_revisions(package, name, &current).await?;
+        self.installer.deactivate(package).await;
+        conditions::set(package, Condition::new("Installed", "False", "InactivePackageRevision").with_message("Package is inactive"));
+        let healthy = Condition::new("Healthy", "True", "HealthyPackageRevision");
+        conditions::set(package, healthy.clone());
+        let mut revision = revision;
+        let before = conditions::status_of(&revision);
+        conditions::set(&mut revision, Condition::new("RevisionHealthy", &healthy.status, &healthy.reason));
+        write_status_if_changed(&self.kube, &self.installer.revision_kind(), &revision, &before).await?;
+        // The revision's watch wakes the package when the user activates it.
+        Ok(Action::Done)
+    }
+
+    /// The revision of the package reference: created (numbered after the highest) `Active`,
+    /// or `Inactive` under the `Manual` policy; an existing one is activated under the
+    /// `Automatic` policy and renumbered when it is not the highest, as Crossplane does.
+    async fn ensure_revision(&self, package: &Value, name: &str, reference: &str, automatic: bool) -> Result<Value, ReconcileError> {
         let revision_name = revision_name(name, reference);
         let kind = self.installer.revision_kind();
-        if let Some(existing) = self.kube.get(&kind, None, &revision_name).await? {
-            return Ok(existing);
+        let revisions = self.revisions(name).await?;
+        let highest = revisions.iter().filter_map(|r| r.pointer("/spec/revision").and_then(Value::as_i64)).max().unwrap_or(0);
+        let Some(existing) = revisions.iter().find(|r| object::name(r) == Some(revision_name.as_str())) else {
+            let state = if automatic { "Active" } else { "Inactive" };
+            return create_revision(&self.kube, &kind, package, &revision_name, reference, highest + 1, state).await;
+        };
+        let mut patch = json!({"spec": {}});
+        if existing.pointer("/spec/revision").and_then(Value::as_i64).unwrap_or(0) < highest {
+            patch["spec"]["revision"] = json!(highest + 1);
         }
-        let number = self
-            .revisions(name)
-            .await?
-            .iter()
-            .filter_map(|r| r.pointer("/spec/revision").and_then(Value::as_i64))
-            .max()
-            .unwrap_or(0)
-            + 1;
-        create_revision(&self.kube, &kind, package, &revision_name, reference, number, "Active").await
+        if automatic && existing.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Active") {
+            patch["spec"]["desiredState"] = json!("Active");
+        }
+        if patch["spec"].as_object().is_some_and(|s| s.is_empty()) {
+            return Ok(existing.clone());
+        }
+        Ok(self.kube.merge_patch(&kind, None, &revision_name, &patch).await?)
     }
 
     async fn write_revision_status(&self, mut revision: Value, healthy: Condition, package: &Value) -> Result<(), ReconcileError> {
