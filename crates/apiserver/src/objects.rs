@@ -68,8 +68,9 @@ pub fn validate_name(name: &str) -> Option<Cause> {
 }
 
 /// Kubernetes' checks of an object's `metadata.labels` (qualified-name keys, label values) and
-/// `metadata.annotations` keys (qualified names once lower-cased), one cause per problem, as
-/// kube-apiserver's `ValidateObjectMeta` reports them for every kind.
+/// `metadata.annotations` (keys are qualified names once lower-cased; keys and values together
+/// at most 256 KiB), one cause per problem, as kube-apiserver's `ValidateObjectMeta` reports
+/// them for every kind.
 pub fn validate_labels_and_annotations(object: &Value) -> Vec<Cause> {
     use oxplane_machinery::golang::go_quote;
     use oxplane_machinery::selectors::{label_key_problems, label_value_problems};
@@ -89,8 +90,20 @@ pub fn validate_labels_and_annotations(object: &Value) -> Vec<Cause> {
     for key in map("annotations").into_iter().flatten().map(|(key, _)| key) {
         causes.extend(label_key_problems(&key.to_lowercase()).into_iter().map(|p| invalid("metadata.annotations", key, p)));
     }
+    let annotation_bytes: usize = map("annotations").into_iter().flatten().map(|(key, value)| key.len() + value.as_str().map_or(0, str::len)).sum();
+    if annotation_bytes > TOTAL_ANNOTATION_SIZE_LIMIT {
+        causes.push(Cause {
+            reason: "FieldValueTooLong".into(),
+            message: format!("Too long: must have at most {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"),
+            field: "metadata.annotations".into(),
+        });
+    }
     causes
 }
+
+/// The most bytes an object's annotations may hold, keys and values together (256 KiB, as
+/// kube-apiserver's `TotalAnnotationSizeLimitB`).
+pub const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
 
 /// Checks a name that only has to be one URL path segment (RBAC's roles and bindings): not
 /// `.` or `..`, no `/` or `%`.
@@ -146,6 +159,16 @@ mod tests {
         assert!(causes.iter().all(|c| c.reason == "FieldValueInvalid"));
         let long = json!({"metadata": {"labels": {"x": "v".repeat(64)}}});
         assert_eq!(validate_labels_and_annotations(&long)[0].message, format!(r#"Invalid value: "{}": must be no more than 63 characters"#, "v".repeat(64)));
+    }
+
+    #[test]
+    fn annotations_hold_at_most_256_kib_keys_and_values_together() {
+        let sized = |bytes: usize| json!({"metadata": {"annotations": {"a": "", "note": "x".repeat(bytes - 5)}}});
+        assert!(validate_labels_and_annotations(&sized(TOTAL_ANNOTATION_SIZE_LIMIT)).is_empty());
+        let causes = validate_labels_and_annotations(&sized(TOTAL_ANNOTATION_SIZE_LIMIT + 1));
+        assert_eq!(causes.len(), 1);
+        assert_eq!((causes[0].reason.as_str(), causes[0].field.as_str()), ("FieldValueTooLong", "metadata.annotations"));
+        assert_eq!(causes[0].message, "Too long: must have at most 262144 bytes");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `matchExpressions` choose the revision, while an XR's own selectors hold `matchLabels` only;
 //! a Composition's `mode` is `Pipeline` alone (the default), the legacy `mode: Resources`
 //! refused as Crossplane v2 refuses it; `revisionActivationPolicy: Manual` honoured for
-//! Functions and Providers.
+//! Functions and Providers; annotations over 256 KiB refused on every write.
 
 use crate::support::{Server, within};
 
@@ -244,4 +244,47 @@ fn a_manual_activation_policy_leaves_new_revisions_of_functions_and_providers_in
     assert_eq!(desired_state(&server, "providerrevision", &first), "Inactive");
     let revisions = server.kubectl(&["get", "providerrevisions"]);
     assert!(revisions.lines().next().unwrap().contains("STATE"), "{revisions}");
+}
+
+
+/// kube-apiserver's limit on annotations (keys and values together), on every write path
+/// (create, update, merge and JSON patch, server-side and client-side apply), for a built-in
+/// kind and a custom one: a 422 whose cause kubectl prints after "is invalid:".
+#[test]
+fn annotations_over_256_kib_are_refused_on_every_write_path() {
+    let server = Server::start();
+    const LIMIT: usize = 262_144;
+    let big = "x".repeat(LIMIT);
+    let config_map = |annotations: &str| format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: default\n  annotations: {{{annotations}}}\ndata: {{a: b}}\n");
+    let environment = |annotations: &str| format!("apiVersion: apiextensions.crossplane.io/v1beta1\nkind: EnvironmentConfig\nmetadata:\n  name: settings\n  annotations: {{{annotations}}}\ndata: {{a: b}}\n");
+    let too_long = "metadata.annotations: Too long: must have at most 262144 bytes";
+    let patches = server.dir().join("patches");
+    std::fs::create_dir_all(&patches).unwrap();
+    let merge = patches.join("merge.json");
+    std::fs::write(&merge, format!(r#"{{"metadata":{{"annotations":{{"note":"{big}"}}}}}}"#)).unwrap();
+    let json_patch = patches.join("json.json");
+    std::fs::write(&json_patch, format!(r#"[{{"op":"add","path":"/metadata/annotations/note","value":"{big}"}}]"#)).unwrap();
+    let kinds = [("ConfigMap", "configmap/settings", config_map as fn(&str) -> String), ("EnvironmentConfig", "environmentconfig/settings", environment)];
+    let mut wrong = Vec::new();
+    for (kind, object, manifest) in kinds {
+        // Exactly at the limit (key "note" and its value) is accepted.
+        let at_limit = manifest(&format!("note: {}", &big[..LIMIT - 4]));
+        server.kubectl_stdin(&["create", "-f", "-"], &at_limit);
+        server.kubectl(&["delete", object, "-n", "default"]);
+        let refused = manifest(&format!("note: {big}"));
+        let expected = crate::crossplane_crds::invalid(kind, "settings", too_long);
+        let mut check = |path: &str, answer: Result<String, String>| wrong.extend(crate::crossplane_crds::unexpected_answer(&format!("{kind} {path}"), answer, &expected));
+        check("create", server.kubectl_try(&["create", "-f", "-"], &refused));
+        check("server-side apply (create)", server.kubectl_try(&["apply", "--server-side", "-f", "-"], &refused));
+        server.apply(&manifest("owner: platform"));
+        check("update", server.kubectl_try(&["replace", "-f", "-"], &refused));
+        check("merge patch", server.kubectl_try(&["patch", object, "-n", "default", "--type=merge", "--patch-file", merge.to_str().unwrap()], ""));
+        check("JSON patch", server.kubectl_try(&["patch", object, "-n", "default", "--type=json", "--patch-file", json_patch.to_str().unwrap()], ""));
+        check("client-side apply (patch)", server.kubectl_try(&["apply", "-f", "-"], &refused));
+        check("server-side apply (patch)", server.kubectl_try(&["apply", "--server-side", "--force-conflicts", "-f", "-"], &refused));
+        let stored = server.get(&[object, "-n", "default"]).unwrap();
+        assert_eq!(stored["metadata"]["annotations"]["owner"], "platform", "nothing refused was stored: {kind}");
+        assert!(stored["metadata"]["annotations"].get("note").is_none(), "nothing refused was stored: {kind}");
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
