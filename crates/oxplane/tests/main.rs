@@ -36,6 +36,7 @@ mod leader_election;
 mod managed_crash;
 mod operations_logs;
 mod package_dependencies;
+mod provider_configs;
 mod providers;
 mod python_client;
 mod realtime;

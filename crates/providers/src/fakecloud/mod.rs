@@ -110,15 +110,15 @@ impl BuiltinProvider for FakeCloudProvider {
     }
 
     fn crds(&self, _package: &str) -> Vec<Value> {
-        let categories = ["fakecloud"];
+        let categories = ["crossplane", "provider", "fakecloud"];
         vec![
             thing_crd(false).render(),
             provider_config_crd(GROUP, VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &categories),
-            provider_config_usage_crd(GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", false),
+            provider_config_usage_crd(GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", false, false, &categories),
             thing_crd(true).render(),
             provider_config_crd(NAMESPACED_GROUP, VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &categories),
             provider_config_crd(NAMESPACED_GROUP, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &categories),
-            provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", true),
+            provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", true, true, &categories),
         ]
     }
 

@@ -4,7 +4,7 @@
 //! (namespaced), their ProviderConfigs, and the status fields provider-http keeps beside
 //! the conditions (`response`, `cache`, `failed`, `error`, `requestDetails`, ...).
 
-use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
+use oxplane_runtime::managed::crd::{CREDENTIAL_SOURCES, ManagedCrd, common_credentials, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
 use super::{CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, NAMESPACED_GROUP, VERSION};
@@ -191,13 +191,8 @@ fn render(crd: &ManagedCrd, disposable: bool) -> Value {
 }
 
 fn config_spec() -> Value {
-    json!({"type": "object", "properties": {
-        "credentials": {"type": "object", "properties": {
-            "source": {"type": "string", "enum": ["None", "Secret", "InjectedIdentity", "Environment", "Filesystem"]},
-            "secretRef": secret_key_selector(),
-            "env": {"type": "object", "properties": {"name": {"type": "string"}}},
-            "fs": {"type": "object", "properties": {"path": {"type": "string"}}}
-        }},
+    json!({"type": "object", "required": ["credentials"], "properties": {
+        "credentials": common_credentials(&CREDENTIAL_SOURCES),
         "tls": tls_config()
     }})
 }
@@ -205,10 +200,14 @@ fn config_spec() -> Value {
 /// Every CRD of provider-http.
 pub fn crds() -> Vec<Value> {
     let mut crds: Vec<Value> = managed_kinds().iter().map(|(crd, disposable)| render(crd, *disposable)).collect();
-    crds.push(provider_config_crd(CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &["http"]));
-    crds.push(provider_config_usage_crd(CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false));
-    crds.push(provider_config_crd(NAMESPACED_GROUP, VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &["http"]));
-    crds.push(provider_config_crd(NAMESPACED_GROUP, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &["http"]));
-    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", true));
+    // As upstream: the configs have no categories, the usages {crossplane, provider, http}, and
+    // the namespaced group also serves ClusterProviderConfigUsage.
+    let usage_categories = ["crossplane", "provider", "http"];
+    crds.push(provider_config_crd(CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &[]));
+    crds.push(provider_config_usage_crd(CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false, false, &usage_categories));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &[]));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &[]));
+    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ProviderConfigUsage", "providerconfigusages", true, true, &usage_categories));
+    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ClusterProviderConfigUsage", "clusterproviderconfigusages", false, true, &usage_categories));
     crds
 }

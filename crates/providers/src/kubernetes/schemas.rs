@@ -4,7 +4,7 @@
 //! (namespaced), with `references`, `readiness`, `connectionDetails` and `watch` beside
 //! `forProvider`, and the ProviderConfigs.
 
-use oxplane_runtime::managed::crd::{ManagedCrd, provider_config_crd, provider_config_usage_crd};
+use oxplane_runtime::managed::crd::{CREDENTIAL_SOURCES, ManagedCrd, common_credentials, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
 use super::{CLUSTER_GROUP, CLUSTER_VERSION, CONFIG_VERSION, NAMESPACED_GROUP, NAMESPACED_VERSION, OLDER_CLUSTER_VERSION};
@@ -108,26 +108,25 @@ fn render(crd: &ManagedCrd) -> Value {
 }
 
 fn config_spec() -> Value {
+    let mut identity = common_credentials(&CREDENTIAL_SOURCES);
+    identity["required"] = json!(["source", "type"]);
+    identity["properties"]["type"] = json!({"type": "string", "enum": [
+        "GoogleApplicationCredentials", "AzureServicePrincipalCredentials", "AzureWorkloadIdentityCredentials", "UpboundTokens", "AWSWebIdentityCredentials"
+    ]});
     json!({"type": "object", "required": ["credentials"], "properties": {
-        "credentials": {"type": "object", "required": ["source"], "properties": {
-            "source": {"type": "string", "enum": ["None", "Secret", "InjectedIdentity", "Environment", "Filesystem"]},
-            "secretRef": {"type": "object", "required": ["key", "name", "namespace"], "properties": {
-                "key": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}
-            }},
-            "env": {"type": "object", "properties": {"name": {"type": "string"}}},
-            "fs": {"type": "object", "properties": {"path": {"type": "string"}}}
-        }},
-        "identity": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        "credentials": common_credentials(&CREDENTIAL_SOURCES),
+        "identity": identity
     }})
 }
 
 /// Every CRD of provider-kubernetes.
 pub fn crds() -> Vec<Value> {
     let mut crds: Vec<Value> = object_kinds().iter().map(render).collect();
-    crds.push(provider_config_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &["kubernetes"]));
-    crds.push(provider_config_usage_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false));
-    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &["kubernetes"]));
-    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &["kubernetes"]));
-    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", true));
+    let categories = ["crossplane", "provider", "kubernetes"];
+    crds.push(provider_config_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &categories));
+    crds.push(provider_config_usage_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false, false, &categories));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", true, config_spec(), &categories));
+    crds.push(provider_config_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(), &categories));
+    crds.push(provider_config_usage_crd(NAMESPACED_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", true, true, &categories));
     crds
 }

@@ -268,17 +268,22 @@ fn pg_config_spec(namespaced_secret: bool) -> Value {
         "credentials": {"type": "object", "required": ["source"], "properties": {
             "source": {"type": "string", "enum": ["PostgreSQLConnectionSecret"]},
             "connectionSecretRef": secret_ref,
+            // Keys left out keep their standard names (`endpoint`, ...): the controller, not
+            // the schema, applies them, so nothing is written into the user's spec.
             "secretKeyMapping": {"type": "object", "properties": {
-                "endpoint": {"type": "string", "default": "endpoint"},
-                "port": {"type": "string", "default": "port"},
-                "username": {"type": "string", "default": "username"},
-                "password": {"type": "string", "default": "password"}
+                "endpoint": {"type": "string"},
+                "port": {"type": "string"},
+                "username": {"type": "string"},
+                "password": {"type": "string"}
             }}
         }},
         "defaultDatabase": {"type": "string", "default": "postgres"},
         "sslMode": {"type": "string", "enum": ["disable", "require", "verify-ca", "verify-full"]}
     }})
 }
+
+/// The categories of provider-sql's config and usage kinds.
+const CATEGORIES: [&str; 3] = ["crossplane", "provider", "sql"];
 
 /// The CRDs of one database's groups (cluster-scoped and namespaced): its managed kinds,
 /// the configs with `config_spec(namespaced_secret)`, and the usages.
@@ -288,11 +293,11 @@ fn group_crds(groups: [(&str, bool); 2], kinds: impl Iterator<Item = (&'static s
         for (kind, plural) in kinds.clone() {
             crds.push(managed_crd(group, kind, plural, namespaced));
         }
-        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, config_spec(namespaced), &["sql"]));
+        crds.push(provider_config_crd(group, VERSION, "ProviderConfig", "providerconfigs", namespaced, config_spec(namespaced), &CATEGORIES));
         if namespaced {
-            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(false), &["sql"]));
+            crds.push(provider_config_crd(group, VERSION, "ClusterProviderConfig", "clusterproviderconfigs", false, config_spec(false), &CATEGORIES));
         }
-        crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced));
+        crds.push(provider_config_usage_crd(group, VERSION, "ProviderConfigUsage", "providerconfigusages", namespaced, namespaced, &CATEGORIES));
     }
     crds
 }
@@ -311,7 +316,7 @@ fn mysql_config_spec(namespaced_secret: bool) -> Value {
         properties.remove("defaultDatabase");
         properties.remove("sslMode");
     }
-    let secret_key = json!({"type": "object", "properties": {"secretRef": {"type": "object", "required": ["name", "key"], "properties": {
+    let secret_key = json!({"type": "object", "properties": {"secretRef": {"type": "object", "required": ["key", "name", "namespace"], "properties": {
         "name": string(), "namespace": string(), "key": string()
     }}}});
     properties["tls"] = json!({"type": "string", "enum": ["true", "skip-verify", "preferred", "custom"]});

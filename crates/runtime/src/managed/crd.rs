@@ -128,13 +128,7 @@ impl ManagedCrd {
                 "type": "object",
                 "default": {"name": "default"},
                 "required": ["name"],
-                "properties": {
-                    "name": {"type": "string"},
-                    "policy": {"type": "object", "properties": {
-                        "resolution": {"type": "string", "default": "Required", "enum": ["Required", "Optional"]},
-                        "resolve": {"type": "string", "enum": ["Always", "IfNotPresent"]}
-                    }}
-                }
+                "properties": {"name": {"type": "string"}, "policy": resolution_policy()}
             });
             spec_properties["writeConnectionSecretToRef"] = json!({
                 "type": "object",
@@ -179,30 +173,52 @@ impl ManagedCrd {
     }
 }
 
+/// `spec.credentials` of a ProviderConfig as crossplane-runtime defines it: a `source` (one of
+/// `sources`), and the selectors `secretRef` (namespace, name and key), `env` and `fs`.
+pub fn common_credentials(sources: &[&str]) -> Value {
+    json!({"type": "object", "required": ["source"], "properties": {
+        "source": {"type": "string", "enum": sources},
+        "secretRef": {"type": "object", "required": ["key", "name", "namespace"], "properties": {
+            "key": {"type": "string"}, "name": {"type": "string"}, "namespace": {"type": "string"}
+        }},
+        "env": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}},
+        "fs": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}}
+    }})
+}
+
+/// The credential sources crossplane-runtime knows.
+pub const CREDENTIAL_SOURCES: [&str; 5] = ["None", "Secret", "InjectedIdentity", "Environment", "Filesystem"];
+
 /// The CRD of a provider config kind (`ProviderConfig`, `ClusterProviderConfig`) with the given
-/// spec schema, `status.users` and conditions, printer column AGE.
+/// spec schema (required, as every provider's `spec` field is), `status.users` and conditions,
+/// `categories` as given (some providers give none), and the columns providers print: AGE, and
+/// with `-o wide` SECRET-NAME, the credentials' Secret (`connectionSecretRef` or `secretRef`).
 pub fn provider_config_crd(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, spec: Value, categories: &[&str]) -> Value {
-    let mut all_categories = vec![json!("crossplane"), json!("provider")];
-    all_categories.extend(categories.iter().map(|c| json!(c)));
     let status = json!({"type": "object", "properties": {
         "users": {"type": "integer", "format": "int64"},
         "conditions": conditions_schema()
     }});
+    let secret = if spec.pointer("/properties/credentials/properties/connectionSecretRef").is_some() { "connectionSecretRef" } else { "secretRef" };
     let version = json!({
         "name": version,
         "subresources": {"status": {}},
-        "additionalPrinterColumns": [{"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
-        "schema": object_schema(json!({"spec": spec, "status": status}), &[]),
+        "additionalPrinterColumns": [
+            {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+            {"name": "SECRET-NAME", "type": "string", "jsonPath": format!(".spec.credentials.{secret}.name"), "priority": 1}
+        ],
+        "schema": object_schema(json!({"spec": spec, "status": status}), &["spec"]),
     });
-    envelope(group, kind, plural, namespaced, all_categories, version)
+    envelope(group, kind, plural, namespaced, categories.iter().map(|c| json!(c)).collect(), version)
 }
 
-/// The CRD of a provider config usage kind.
-pub fn provider_config_usage_crd(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Value {
-    let reference = if namespaced {
+/// The CRD of a provider config usage kind. `typed`: the reference names the config's kind as
+/// well (`ProviderConfigUsage` and `ClusterProviderConfigUsage` of `.m.` groups); otherwise it
+/// is a legacy reference (a name, and an optional resolution policy).
+pub fn provider_config_usage_crd(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, typed: bool, categories: &[&str]) -> Value {
+    let reference = if typed {
         json!({"type": "object", "required": ["kind", "name"], "properties": {"kind": {"type": "string"}, "name": {"type": "string"}}})
     } else {
-        json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}})
+        json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "policy": resolution_policy()}})
     };
     let resource = json!({"type": "object", "required": ["apiVersion", "kind", "name"], "properties": {
         "apiVersion": {"type": "string"}, "kind": {"type": "string"}, "name": {"type": "string"}, "uid": {"type": "string"}
@@ -217,5 +233,13 @@ pub fn provider_config_usage_crd(group: &str, version: &str, kind: &str, plural:
         ],
         "schema": object_schema(json!({"providerConfigRef": reference, "resourceRef": resource}), &["providerConfigRef", "resourceRef"]),
     });
-    envelope(group, kind, plural, namespaced, vec![json!("crossplane"), json!("provider")], version)
+    envelope(group, kind, plural, namespaced, categories.iter().map(|c| json!(c)).collect(), version)
+}
+
+/// A reference's `policy`: whether it must resolve, and when it is resolved again.
+fn resolution_policy() -> Value {
+    json!({"type": "object", "properties": {
+        "resolution": {"type": "string", "default": "Required", "enum": ["Required", "Optional"]},
+        "resolve": {"type": "string", "enum": ["Always", "IfNotPresent"]}
+    }})
 }
