@@ -98,7 +98,10 @@ fn sql_upstream_mysql_examples_are_made_kept_reported_and_removed() {
     assert_eq!(db.mysql("SELECT plugin FROM mysql.user WHERE User = 'shop-report' AND Host = '%'"), "mysql_native_password");
     assert_eq!(db.mysql("SELECT COUNT(*) FROM mysql.user WHERE User = 'shop-batch' AND Host = '127.0.0.1'"), "1");
     let report = get(&server, &mr("User", "shop-report")).unwrap();
-    assert_eq!(report.pointer("/status/atProvider/authenticationPlugin"), Some(&Value::from("mysql_native_password")), "{report}");
+    assert_eq!(report.pointer("/status/atProvider/authenticationPlugin/name"), Some(&Value::from("mysql_native_password")), "{report}");
+    assert_eq!(report.pointer("/status/atProvider/authenticationPlugin/authString"), Some(&Value::from(hash.as_str())), "{report}");
+    let app = get(&server, &mr("User", "shop-app")).unwrap();
+    assert!(app.pointer("/status/atProvider/authenticationPlugin").is_none(), "an account with a password reports no plugin: {app}");
     let user = get(&server, &mr("User", "shop-app")).unwrap();
     assert_eq!(user.pointer("/status/atProvider/resourceOptionsAsClauses/3"), Some(&Value::from("MAX_USER_CONNECTIONS 12")), "{user}");
 

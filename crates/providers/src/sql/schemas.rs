@@ -107,7 +107,10 @@ fn grant() -> Value {
     for field in ["role", "database", "schema", "memberOf"] {
         referencing(&mut properties, field);
     }
-    json!({"type": "object", "properties": properties})
+    json!({"type": "object", "properties": properties, "x-kubernetes-validations": [{
+        "rule": "!has(self.withInherit) || has(self.memberOf) || has(self.memberOfRef) || has(self.memberOfSelector)",
+        "message": "withInherit may only be set on memberOf grants"
+    }]})
 }
 
 fn extension() -> Value {
@@ -136,7 +139,13 @@ fn default_privileges() -> Value {
     for field in ["role", "database", "schema"] {
         referencing(&mut properties, field);
     }
-    json!({"type": "object", "required": ["privileges", "targetRole", "objectType"], "properties": properties})
+    // Upstream's rules, with the schema given by reference (which oxplane also takes) counting
+    // as given.
+    let has_schema = "(has(self.schema) || has(self.schemaRef) || has(self.schemaSelector))";
+    json!({"type": "object", "required": ["privileges", "targetRole", "objectType"], "properties": properties, "x-kubernetes-validations": [
+        {"rule": format!("!has(self.objectType) || self.objectType == 'schema' || {has_schema}"), "message": "schema is required when objectType is not schema"},
+        {"rule": format!("!has(self.objectType) || self.objectType != 'schema' || !{has_schema}"), "message": "schema must not be set when objectType is schema"}
+    ]})
 }
 
 fn binlog() -> Value {
@@ -156,14 +165,27 @@ fn mysql_user() -> Value {
         "passwordSecretRef": {"type": "object", "required": ["key", "name"], "properties": {
             "key": string(), "name": string(), "namespace": string()
         }},
-        "authenticationPlugin": {"type": "object", "required": ["name"], "properties": {"name": string(), "authString": string()}},
+        "authenticationPlugin": auth_plugin(),
         "resourceOptions": {"type": "object", "properties": options},
         "binlog": binlog(),
-    }})
+        "passwordRotationTrigger": {"type": "string", "format": "date-time"},
+    }, "x-kubernetes-validations": [{
+        "rule": "!(has(self.authenticationPlugin) && has(self.passwordSecretRef))",
+        "message": "authenticationPlugin and passwordSecretRef are mutually exclusive"
+    }]})
+}
+
+/// A MySQL User's `authenticationPlugin` (spec and status).
+fn auth_plugin() -> Value {
+    json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string", "minLength": 1}, "authString": string()}})
 }
 
 fn mysql_user_status() -> Value {
-    json!({"type": "object", "properties": {"resourceOptionsAsClauses": strings(), "authenticationPlugin": string()}})
+    json!({"type": "object", "properties": {
+        "resourceOptionsAsClauses": strings(),
+        "authenticationPlugin": auth_plugin(),
+        "lastPasswordChange": {"type": "string", "format": "date-time"},
+    }})
 }
 
 fn mysql_grant() -> Value {
@@ -177,49 +199,34 @@ fn column(name: &str, type_: &str, path: &str) -> Value {
     json!({"name": name, "type": type_, "jsonPath": path})
 }
 
-/// Upstream's printer columns for a kind (READY, SYNCED, then the kind's own).
+/// Upstream's printer columns for a kind (READY, SYNCED, then the kind's own, with AGE where
+/// upstream puts it).
 fn columns(kind: &str, mysql: bool) -> Vec<Value> {
     let mut columns = vec![
         column("READY", "string", ".status.conditions[?(@.type=='Ready')].status"),
         column("SYNCED", "string", ".status.conditions[?(@.type=='Synced')].status"),
     ];
     let age = column("AGE", "date", ".metadata.creationTimestamp");
+    let spec = |name: &str, field: &str| column(name, "string", &format!(".spec.forProvider.{field}"));
     match kind {
         "Role" => {
             columns.push(column("CONN LIMIT", "integer", ".spec.forProvider.connectionLimit"));
             columns.push(column("PRIVILEGES", "string", ".status.atProvider.privilegesAsClauses"));
         }
-        "Grant" if mysql => {
-            columns.push(age);
-            columns.push(column("USER", "string", ".spec.forProvider.user"));
-            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
-            columns.push(column("TABLE", "string", ".spec.forProvider.table"));
-            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
-        }
-        "Grant" => {
-            columns.push(age);
-            columns.push(column("ROLE", "string", ".spec.forProvider.role"));
-            columns.push(column("MEMBER OF", "string", ".spec.forProvider.memberOf"));
-            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
-            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
-        }
-        "Extension" => {
-            columns.push(column("EXTENSION", "string", ".spec.forProvider.extension"));
-            columns.push(column("VERSION", "string", ".spec.forProvider.version"));
-            columns.push(age);
-        }
-        "DefaultPrivileges" => {
-            columns.push(age);
-            columns.push(column("ROLE", "string", ".spec.forProvider.role"));
-            columns.push(column("TARGET-ROLE", "string", ".spec.forProvider.targetRole"));
-            columns.push(column("SCHEMA", "string", ".spec.forProvider.schema"));
-            columns.push(column("DATABASE", "string", ".spec.forProvider.database"));
-            columns.push(column("PRIVILEGES", "string", ".spec.forProvider.privileges"));
-        }
-        _ => {
-            columns.push(column("EXTERNAL-NAME", "string", ".metadata.annotations.crossplane\\.io/external-name"));
-            columns.push(age);
-        }
+        "Grant" if mysql => columns.extend([age, spec("ROLE", "user"), spec("DATABASE", "database"), spec("PRIVILEGES", "privileges")]),
+        "Grant" => columns.extend([age, spec("ROLE", "role"), spec("MEMBER OF", "memberOf"), spec("DATABASE", "database"), spec("PRIVILEGES", "privileges")]),
+        "Extension" => columns.extend([spec("DATABASE", "database"), spec("EXTENSION", "extension"), spec("VERSION", "version"), age]),
+        "Schema" => columns.extend([age, spec("ROLE", "role"), spec("DATABASE", "database")]),
+        "DefaultPrivileges" => columns.extend([
+            age,
+            spec("ROLE", "role"),
+            spec("TARGET_ROLE", "targetRole"),
+            spec("SCHEMA", "schema"),
+            spec("DATABASE", "database"),
+            spec("PRIVILEGES", "privileges"),
+        ]),
+        // Database, User.
+        _ => columns.push(age),
     }
     columns
 }
@@ -335,4 +342,76 @@ fn mysql_config_spec(namespaced_secret: bool) -> Value {
 /// Every MySQL CRD, cluster-scoped and namespaced.
 pub fn mysql_crds() -> Vec<Value> {
     group_crds([(MYSQL_GROUP, false), (MYSQL_NAMESPACED_GROUP, true)], super::MYSQL_KINDS.iter().map(|(k, p, _)| (*k, *p)), mysql_config_spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(crd: &Value, path: &str) -> Vec<String> {
+        crd.pointer(path).and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.get("name").or(Some(c)).and_then(Value::as_str).map(str::to_string)).collect()
+    }
+
+    /// Every kind of both databases, in both scopes, against upstream's kubebuilder markers:
+    /// scope, categories and printer columns.
+    #[test]
+    fn kinds_columns_and_categories_are_upstreams() {
+        let mut crds = postgresql_crds();
+        crds.extend(mysql_crds());
+        let managed_columns: &[(&str, &[&str])] = &[
+            ("databases.postgresql", &["READY", "SYNCED", "AGE"]),
+            ("roles.postgresql", &["READY", "SYNCED", "CONN LIMIT", "PRIVILEGES"]),
+            ("grants.postgresql", &["READY", "SYNCED", "AGE", "ROLE", "MEMBER OF", "DATABASE", "PRIVILEGES"]),
+            ("extensions.postgresql", &["READY", "SYNCED", "DATABASE", "EXTENSION", "VERSION", "AGE"]),
+            ("schemas.postgresql", &["READY", "SYNCED", "AGE", "ROLE", "DATABASE"]),
+            ("defaultprivileges.postgresql", &["READY", "SYNCED", "AGE", "ROLE", "TARGET_ROLE", "SCHEMA", "DATABASE", "PRIVILEGES"]),
+            ("databases.mysql", &["READY", "SYNCED", "AGE"]),
+            ("users.mysql", &["READY", "SYNCED", "AGE"]),
+            ("grants.mysql", &["READY", "SYNCED", "AGE", "ROLE", "DATABASE", "PRIVILEGES"]),
+        ];
+        let mut seen = 0;
+        for crd in &crds {
+            let name = crd.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
+            let namespaced = name.contains(".sql.m.");
+            let scope = crd.pointer("/spec/scope").and_then(Value::as_str).unwrap_or_default();
+            let categories = names(crd, "/spec/names/categories");
+            let columns = names(crd, "/spec/versions/0/additionalPrinterColumns");
+            let short = name.split(".sql.").next().unwrap_or_default();
+            if let Some((_, want)) = managed_columns.iter().find(|(k, _)| *k == short) {
+                seen += 1;
+                assert_eq!(columns, *want, "{name}");
+                assert_eq!(categories, ["crossplane", "managed", "sql"], "{name}");
+                assert_eq!(scope, if namespaced { "Namespaced" } else { "Cluster" }, "{name}");
+            } else if short.starts_with("providerconfigusages.") {
+                seen += 1;
+                assert_eq!(columns, ["AGE", "CONFIG-NAME", "RESOURCE-KIND", "RESOURCE-NAME"], "{name}");
+                assert_eq!(categories, ["crossplane", "provider", "sql"], "{name}");
+            } else {
+                seen += 1;
+                assert!(short.starts_with("providerconfigs.") || short.starts_with("clusterproviderconfigs."), "{name}");
+                assert_eq!(columns, ["AGE", "SECRET-NAME"], "{name}");
+                assert_eq!(crd.pointer("/spec/versions/0/additionalPrinterColumns/1/priority"), Some(&json!(1)), "{name}");
+                assert_eq!(categories, ["crossplane", "provider", "sql"], "{name}");
+                assert_eq!(scope, if namespaced && short.starts_with("providerconfigs.") { "Namespaced" } else { "Cluster" }, "{name}");
+            }
+        }
+        // Per group 6 (PostgreSQL) or 3 (MySQL) managed kinds, ProviderConfig and
+        // ProviderConfigUsage, in two scopes, and one ClusterProviderConfig per namespaced group.
+        assert_eq!(seen, 2 * (6 + 2) + 2 * (3 + 2) + 2);
+        assert_eq!(crds.len(), seen);
+    }
+
+    #[test]
+    fn mysql_user_has_upstreams_fields_and_rule() {
+        let user = mysql_crds().into_iter().find(|c| c.pointer("/metadata/name") == Some(&json!("users.mysql.sql.m.crossplane.io"))).unwrap_or_default();
+        let spec = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/forProvider";
+        let for_provider = user.pointer(spec).cloned().unwrap_or_default();
+        for field in ["passwordSecretRef", "authenticationPlugin", "resourceOptions", "binlog", "passwordRotationTrigger"] {
+            assert!(for_provider.pointer(&format!("/properties/{field}")).is_some(), "{field}");
+        }
+        assert!(for_provider.pointer("/x-kubernetes-validations/0/rule").and_then(Value::as_str).is_some_and(|r| r.contains("has(self.authenticationPlugin) && has(self.passwordSecretRef)")));
+        let status = user.pointer("/spec/versions/0/schema/openAPIV3Schema/properties/status/properties/atProvider/properties").cloned().unwrap_or_default();
+        assert_eq!(status.pointer("/authenticationPlugin/properties/authString/type"), Some(&json!("string")));
+        assert!(status.get("lastPasswordChange").is_some() && status.get("resourceOptionsAsClauses").is_some());
+    }
 }

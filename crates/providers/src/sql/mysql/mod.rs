@@ -61,17 +61,27 @@ pub struct MyServer {
     pub pool_size: usize,
 }
 
-/// Reads a `{secretRef: {namespace, name, key}}` of `tlsConfig`.
-async fn tls_secret(kube: &Kube, label: &str, tls_config: &Value, field: &str) -> Result<Option<Vec<u8>>, ExternalError> {
+/// Reads a `{secretRef: {namespace, name, key}}` of `tlsConfig`. A namespaced ProviderConfig's
+/// Secrets are in its own namespace; a cluster-scoped one's name theirs (`default` if not).
+async fn tls_secret(kube: &Kube, config: &Value, label: &str, tls_config: &Value, field: &str) -> Result<Option<Vec<u8>>, ExternalError> {
     let Some(reference) = tls_config.pointer(&format!("/{field}/secretRef")).filter(|r| r.get("name").is_some()) else { return Ok(None) };
     let name = reference.get("name").and_then(Value::as_str).unwrap_or_default();
-    let namespace = reference.get("namespace").and_then(Value::as_str).unwrap_or("default");
+    let namespace = oxplane_runtime::object::namespace(config)
+        .or_else(|| reference.get("namespace").and_then(Value::as_str).filter(|n| !n.is_empty()))
+        .unwrap_or("default");
     let key = reference.get("key").and_then(Value::as_str).unwrap_or_default();
     let data = connection::read_secret(kube, namespace, name)
         .await
         .map_err(|e| ExternalError::definite(format!("{label}: cannot read tlsConfig.{field} secret {namespace}/{name}: {e}")))?
         .ok_or_else(|| ExternalError::definite(format!("{label}: tlsConfig.{field}: secret {namespace}/{name} not found")))?;
     data.get(key).cloned().map(Some).ok_or_else(|| ExternalError::definite(format!("{label}: tlsConfig.{field}: secret {namespace}/{name} has no key {key:?}")))
+}
+
+/// The certificates of the host's trust store, DER-encoded: what `tls: "true"` verifies a
+/// server against (as upstream's Go driver uses the system's pool), beside the driver's
+/// built-in roots. A store that cannot be read adds nothing.
+fn system_roots() -> Vec<Vec<u8>> {
+    rustls_native_certs::load_native_certs().certs.into_iter().map(|c| c.as_ref().to_vec()).collect()
 }
 
 impl MyServer {
@@ -81,11 +91,18 @@ impl MyServer {
         let tls_config = config.pointer("/spec/tlsConfig").cloned().unwrap_or(Value::Null);
         let mut tls = Tls { mode: server.tls.clone(), ..Default::default() };
         match tls.mode.as_str() {
-            "" | "true" | "skip-verify" | "preferred" => {}
+            "" | "true" | "skip-verify" | "preferred" => {
+                if !tls_config.is_null() {
+                    return Err(ExternalError::definite(format!("{}: tlsConfig is allowed only when tls is custom", server.config)));
+                }
+            }
             "custom" => {
-                tls.ca = tls_secret(kube, &server.config, &tls_config, "caCert").await?;
-                let cert = tls_secret(kube, &server.config, &tls_config, "clientCert").await?;
-                let key = tls_secret(kube, &server.config, &tls_config, "clientKey").await?;
+                if tls_config.is_null() {
+                    return Err(ExternalError::definite(format!("{}: tls custom needs a tlsConfig", server.config)));
+                }
+                tls.ca = tls_secret(kube, config, &server.config, &tls_config, "caCert").await?;
+                let cert = tls_secret(kube, config, &server.config, &tls_config, "clientCert").await?;
+                let key = tls_secret(kube, config, &server.config, &tls_config, "clientKey").await?;
                 tls.client = match (cert, key) {
                     (Some(cert), Some(key)) => Some((cert, key)),
                     (None, None) => None,
@@ -104,21 +121,26 @@ impl MyServer {
         Ok(MyServer { server, tls, pool_size })
     }
 
-    /// The driver's TLS options, or `None` for a plain connection.
+    /// The driver's TLS options, or `None` for a plain connection. `true` verifies the
+    /// server's certificate (its chain and its name or address) against the host's trust
+    /// store; `skip-verify` and `preferred` verify nothing; `custom` trusts only its `caCert`
+    /// (when given), presents its client certificate, and verifies nothing with
+    /// `insecureSkipVerify`.
     fn ssl_opts(&self) -> Option<SslOpts> {
+        let skip_verification = |opts: SslOpts| opts.with_danger_accept_invalid_certs(true).with_danger_skip_domain_validation(true);
         match self.tls.mode.as_str() {
-            "true" => Some(SslOpts::default()),
-            "skip-verify" | "preferred" => Some(SslOpts::default().with_danger_accept_invalid_certs(true).with_danger_skip_domain_validation(true)),
+            "true" => Some(SslOpts::default().with_root_certs(system_roots().into_iter().map(Into::into).collect())),
+            "skip-verify" | "preferred" => Some(skip_verification(SslOpts::default())),
             "custom" => {
                 let mut opts = SslOpts::default();
                 if let Some(ca) = &self.tls.ca {
-                    opts = opts.with_root_certs(vec![ca.clone().into()]);
+                    opts = opts.with_root_certs(vec![ca.clone().into()]).with_disable_built_in_roots(true);
                 }
                 if let Some((cert, key)) = &self.tls.client {
                     opts = opts.with_client_identity(Some(ClientIdentity::new(cert.clone().into(), key.clone().into())));
                 }
                 if self.tls.insecure_skip_verify {
-                    opts = opts.with_danger_accept_invalid_certs(true).with_danger_skip_domain_validation(true);
+                    opts = skip_verification(opts);
                 }
                 Some(opts)
             }

@@ -1,14 +1,15 @@
 //! `User`: a MySQL account named by its external name, `user@host` (host `%` when not
 //! given), read from `mysql.user`. It authenticates by a password (from `passwordSecretRef`,
-//! or generated at create and published in the connection Secret) or, instead, by an
-//! `authenticationPlugin` (`name`, and an optional `authString`).
+//! or generated at create and published in the connection Secret, and generated again when
+//! `passwordRotationTrigger` asks for it) or, instead, by an `authenticationPlugin` (`name`,
+//! and an optional `authString`).
 
 use oxplane_runtime::conditions::Condition;
 use oxplane_runtime::managed::fault;
 use oxplane_runtime::managed::{ExternalClient, ExternalCreation, ExternalDelete, ExternalError, ExternalObservation, ExternalUpdate, Managed};
 use serde_json::{Value, json};
 
-use super::{My, account, binlog_prefix, literal, split_user_host};
+use super::{My, account, binlog_prefix, ident, literal, split_user_host};
 use crate::sql::password;
 use crate::sql::pg::string;
 
@@ -39,16 +40,15 @@ fn resource_clauses(desired: &Value) -> String {
     if clauses.is_empty() { String::new() } else { format!(" WITH {}", clauses.join(" ")) }
 }
 
-/// `authenticationPlugin`: the plugin's name, checked to be a plain word of lower-case
-/// letters, digits and underscores (it goes into the statement as a bare word: servers take
-/// no quoted plugin names), and its `authString`.
+/// Plugins an account gets from `IDENTIFIED BY 'password'`: a user with one of these and no
+/// `authenticationPlugin` in its spec authenticates by its password, as asked.
+const PASSWORD_PLUGINS: &[&str] = &["mysql_native_password", "caching_sha2_password", "sha256_password"];
+
+/// `authenticationPlugin`: the plugin's name and its `authString`, if any. Refused together
+/// with `passwordSecretRef`: an account authenticates by one or the other.
 fn auth_plugin(desired: &Value) -> Result<Option<(&str, Option<&str>)>, ExternalError> {
     let Some(plugin) = desired.get("authenticationPlugin").filter(|p| !p.is_null()) else { return Ok(None) };
     let name = string(plugin, "name").ok_or_else(|| ExternalError::definite("authenticationPlugin needs a name"))?;
-    let mut bytes = name.bytes();
-    if !bytes.next().is_some_and(|b| b.is_ascii_lowercase()) || !bytes.all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_') {
-        return Err(ExternalError::definite(format!("invalid authenticationPlugin.name {name:?}: a plugin name is lower-case letters, digits and underscores")));
-    }
     if desired.get("passwordSecretRef").is_some_and(|r| !r.is_null()) {
         return Err(ExternalError::definite("authenticationPlugin and passwordSecretRef are mutually exclusive: an account authenticates by one or the other"));
     }
@@ -56,14 +56,31 @@ fn auth_plugin(desired: &Value) -> Result<Option<(&str, Option<&str>)>, External
 }
 
 /// ` IDENTIFIED ...`: by the plugin (with its authentication string, if any), else by the
-/// password. MariaDB and MySQL both read `IDENTIFIED WITH plugin AS 'string'`.
+/// password. MariaDB and MySQL both read `IDENTIFIED WITH plugin AS 'string'`, the plugin's
+/// name as an identifier (quoted in backticks, so any name stays a name).
 fn identified(plugin: Option<(&str, Option<&str>)>, password: Option<&str>) -> Result<String, ExternalError> {
     Ok(match (plugin, password) {
-        (Some((plugin, None)), _) => format!(" IDENTIFIED WITH {plugin}"),
-        (Some((plugin, Some(auth))), _) => format!(" IDENTIFIED WITH {plugin} AS {}", literal("authenticationPlugin.authString", auth)?),
+        (Some((plugin, None)), _) => format!(" IDENTIFIED WITH {}", ident("authenticationPlugin.name", plugin)?),
+        (Some((plugin, Some(auth))), _) => {
+            format!(" IDENTIFIED WITH {} AS {}", ident("authenticationPlugin.name", plugin)?, literal("authenticationPlugin.authString", auth)?)
+        }
         (None, Some(password)) => format!(" IDENTIFIED BY {}", literal("password", password)?),
         (None, None) => String::new(),
     })
+}
+
+/// `status.atProvider.authenticationPlugin`, as upstream reports it: the account's plugin
+/// (and its authentication string, if any) when the spec names a plugin or the account uses
+/// one that is not a password plugin; `None` for an account that authenticates by password.
+fn observed_plugin(spec_names_one: bool, plugin: &str, auth_string: &str) -> Option<Value> {
+    if plugin.is_empty() || (!spec_names_one && PASSWORD_PLUGINS.contains(&plugin)) {
+        return None;
+    }
+    let mut observed = json!({"name": plugin});
+    if !auth_string.is_empty() {
+        observed["authString"] = json!(auth_string);
+    }
+    Some(observed)
 }
 
 #[async_trait::async_trait]
@@ -92,20 +109,30 @@ impl ExternalClient for UserClient {
             }
         }
         let wanted_plugin = auth_plugin(&desired)?;
-        if let Some((wanted, auth)) = wanted_plugin
-            && (wanted != plugin || auth.is_some_and(|a| a != auth_string))
-        {
-            drifted.push("authenticationPlugin".into());
-        }
-        if wanted_plugin.is_none()
-            && let Some(reason) = password::due(&self.my.kube, managed).await?
-        {
-            drifted.push(reason.into());
+        let observed_plugin = observed_plugin(wanted_plugin.is_some(), &plugin, &auth_string);
+        match wanted_plugin {
+            Some((wanted, auth)) if wanted != plugin || auth.is_some_and(|a| a != auth_string) => drifted.push("authenticationPlugin".into()),
+            Some(_) => {}
+            // An account that should authenticate by its password but has a plugin of another
+            // kind (set by hand, or the spec stopped naming one) is given a password again.
+            None if observed_plugin.is_some() => drifted.push("authenticationPlugin".into()),
+            None => {
+                if let Some(reason) = password::due(&self.my.kube, managed).await? {
+                    drifted.push(reason.into());
+                }
+            }
         }
         let clauses: Vec<String> = RESOURCE_OPTIONS.iter().enumerate().map(|(i, (_, clause, _))| format!("{clause} {}", observed[i])).collect();
         let mut at_provider = managed.object.pointer("/status/atProvider").cloned().unwrap_or_else(|| json!({}));
         at_provider["resourceOptionsAsClauses"] = json!(clauses);
-        at_provider["authenticationPlugin"] = json!(plugin);
+        match observed_plugin {
+            Some(observed) => at_provider["authenticationPlugin"] = observed,
+            None => {
+                if let Some(fields) = at_provider.as_object_mut() {
+                    fields.remove("authenticationPlugin");
+                }
+            }
+        }
         managed.set_at_provider(at_provider);
         managed.set_condition(Condition::available());
         Ok(ExternalObservation {
@@ -129,6 +156,9 @@ impl ExternalClient for UserClient {
         self.my.execute("cannot create user", &statements, &secrets).await?;
         // A crash point: the user exists, and the reconciler has not heard so.
         fault::point(fault::CREATE_RESPONSE_UNREAD, managed.uid());
+        if password.is_some() {
+            password::record_change(managed);
+        }
         let (user, _) = split_user_host(&name);
         // An account that authenticates by a plugin publishes an empty password, as upstream.
         Ok(ExternalCreation { connection_details: self.my.server.server.connection_details(user, Some(password.as_deref().unwrap_or_default())), ..Default::default() })
@@ -144,7 +174,9 @@ impl ExternalClient for UserClient {
         if !options.is_empty() {
             statements.push(format!("ALTER USER {quoted}{options}"));
         }
-        let new_password = if plugin.is_none() && password::due(&self.my.kube, managed).await?.is_some() {
+        // Observe left the account's plugin in the status when it is not a password one.
+        let observed_plugin = managed.object.pointer("/status/atProvider/authenticationPlugin/name").and_then(Value::as_str).map(str::to_string);
+        let new_password = if plugin.is_none() && (observed_plugin.is_some() || password::due(&self.my.kube, managed).await?.is_some()) {
             Some(password::next(&self.my.kube, managed).await?)
         } else {
             None
@@ -152,7 +184,7 @@ impl ExternalClient for UserClient {
         if new_password.is_some() {
             statements.push(format!("ALTER USER {quoted}{}", identified(None, new_password.as_deref())?));
         } else if let Some((wanted, auth)) = plugin
-            && (auth.is_some() || managed.object.pointer("/status/atProvider/authenticationPlugin").and_then(Value::as_str) != Some(wanted))
+            && (auth.is_some() || observed_plugin.as_deref() != Some(wanted))
         {
             // With its string, setting it again is idempotent; without one, only a plugin that
             // changed is set (it would empty what the plugin keeps).
@@ -164,6 +196,7 @@ impl ExternalClient for UserClient {
         }
         let mut update = ExternalUpdate::default();
         if let Some(password) = new_password {
+            password::record_change(managed);
             let (user, _) = split_user_host(&name);
             update.connection_details = self.my.server.server.connection_details(user, Some(&password));
         }
@@ -190,15 +223,17 @@ mod tests {
         assert_eq!(resource_clauses(&json!({"resourceOptions": {"maxQueriesPerHour": 10, "maxUserConnections": 2}})), " WITH MAX_QUERIES_PER_HOUR 10 MAX_USER_CONNECTIONS 2");
         assert_eq!(resource_clauses(&json!({})), "");
         assert_eq!(identified(None, Some("p'w")).unwrap(), " IDENTIFIED BY 'p''w'");
-        assert_eq!(identified(Some(("mysql_native_password", Some("*AB'C"))), None).unwrap(), " IDENTIFIED WITH mysql_native_password AS '*AB''C'");
-        assert_eq!(identified(Some(("unix_socket", None)), None).unwrap(), " IDENTIFIED WITH unix_socket");
+        assert_eq!(identified(Some(("mysql_native_password", Some("*AB'C"))), None).unwrap(), " IDENTIFIED WITH `mysql_native_password` AS '*AB''C'");
+        assert_eq!(identified(Some(("unix_socket", None)), None).unwrap(), " IDENTIFIED WITH `unix_socket`");
+        assert_eq!(identified(Some(("x`; DROP USER root; --", None)), None).unwrap(), " IDENTIFIED WITH `x``; DROP USER root; --`");
         let plugin = json!({"authenticationPlugin": {"name": "mysql_native_password", "authString": "*00"}});
         assert_eq!(auth_plugin(&plugin).unwrap(), Some(("mysql_native_password", Some("*00"))));
-        assert_eq!(auth_plugin(&json!({"authenticationPlugin": {"name": "ed25519"}})).unwrap(), Some(("ed25519", None)));
+        assert_eq!(auth_plugin(&json!({"authenticationPlugin": {"name": "AWSAuthenticationPlugin", "authString": "RDS"}})).unwrap(), Some(("AWSAuthenticationPlugin", Some("RDS"))));
         assert_eq!(auth_plugin(&json!({})).unwrap(), None);
-        for bad in ["x; DROP USER root", "Upper_case", "_x", "", "a-b"] {
-            assert!(auth_plugin(&json!({"authenticationPlugin": {"name": bad}})).is_err(), "{bad}");
-        }
+        assert!(auth_plugin(&json!({"authenticationPlugin": {"name": ""}})).is_err());
+        assert_eq!(observed_plugin(false, "mysql_native_password", "*AB"), None, "a password account reports no plugin");
+        assert_eq!(observed_plugin(true, "mysql_native_password", "*AB"), Some(json!({"name": "mysql_native_password", "authString": "*AB"})));
+        assert_eq!(observed_plugin(false, "unix_socket", ""), Some(json!({"name": "unix_socket"})));
         let both = json!({"authenticationPlugin": {"name": "unix_socket"}, "passwordSecretRef": {"name": "s", "key": "k"}});
         assert!(auth_plugin(&both).unwrap_err().message.contains("mutually exclusive"));
     }

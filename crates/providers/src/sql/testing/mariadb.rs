@@ -1,7 +1,9 @@
 //! For tests and benchmarks: one private MariaDB server per process, started on first use on
 //! 127.0.0.1 at a free port with a temporary data directory, and stopped by a watchdog when
-//! the process exits. As root it runs with `--user=root` (MariaDB, unlike PostgreSQL, allows
-//! it when told), so it needs no system account of its own: the same on any machine.
+//! the process exits; and, for the TLS tests, a second one that speaks only TLS, with a
+//! certificate from a CA of its own (rcgen, through the function CA's code). As root it runs
+//! with `--user=root` (MariaDB, unlike PostgreSQL, allows it when told), so it needs no system
+//! account of its own: the same on any machine.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,6 +21,18 @@ pub struct MariaDb {
     pub port: u16,
     /// Its Unix socket (for the first connection as root, before a password is set).
     socket: PathBuf,
+    /// What a TLS-only server's clients need, for one started by [`MariaDb::start_tls`].
+    pub tls: Option<TlsMaterial>,
+}
+
+/// The PEM files of a TLS-only server's CA, and a client certificate that CA issued.
+pub struct TlsMaterial {
+    /// The CA that issued the server's certificate (for `127.0.0.1` and `localhost`).
+    pub ca_pem: String,
+    /// A client certificate of the same CA.
+    pub client_cert_pem: String,
+    /// Its private key.
+    pub client_key_pem: String,
 }
 
 /// The first of `names` found in the usual program directories.
@@ -41,9 +55,43 @@ impl MariaDb {
         SERVER.get_or_init(|| MariaDb::start().unwrap_or_else(|e| panic!("cannot start MariaDB: {e}")))
     }
 
+    /// The shared TLS-only server, started on first use.
+    pub fn shared_tls() -> &'static MariaDb {
+        static SERVER: OnceLock<MariaDb> = OnceLock::new();
+        SERVER.get_or_init(|| MariaDb::start_tls().unwrap_or_else(|e| panic!("cannot start MariaDB with TLS: {e}")))
+    }
+
     /// Starts a private server, stopped when this process exits.
     pub fn start() -> Result<MariaDb, String> {
         let dir = tempfile::Builder::new().prefix("oxplane-mariadb-").tempdir().map_err(|e| e.to_string())?.keep();
+        MariaDb::start_in(dir, Vec::new(), None)
+    }
+
+    /// Starts a private server that refuses connections without TLS
+    /// (`--require-secure-transport`), its certificate issued for `127.0.0.1` and `localhost`
+    /// by a CA made for it.
+    pub fn start_tls() -> Result<MariaDb, String> {
+        use oxplane_functions::grpc::tls::CertificateAuthority;
+        let dir = tempfile::Builder::new().prefix("oxplane-mariadb-tls-").tempdir().map_err(|e| e.to_string())?.keep();
+        let ca = CertificateAuthority::load_or_create(&dir.join("pki")).map_err(|e| e.to_string())?;
+        let server = ca.issue_server(&["127.0.0.1".to_string(), "localhost".to_string()]).map_err(|e| e.to_string())?;
+        let client = ca.client_tls(std::time::SystemTime::now()).map_err(|e| e.to_string())?;
+        let write = |name: &str, pem: &str| std::fs::write(dir.join(name), pem).map_err(|e| format!("{name}: {e}"));
+        write("server.crt", &server.cert_pem)?;
+        write("server.key", &server.key_pem)?;
+        write("ca.crt", &server.ca_pem)?;
+        let args = vec![
+            format!("--ssl-ca={}", dir.join("ca.crt").display()),
+            format!("--ssl-cert={}", dir.join("server.crt").display()),
+            format!("--ssl-key={}", dir.join("server.key").display()),
+            "--require-secure-transport=ON".to_string(),
+        ];
+        let material = TlsMaterial { ca_pem: server.ca_pem, client_cert_pem: client.cert_pem, client_key_pem: client.key_pem };
+        MariaDb::start_in(dir, args, Some(material))
+    }
+
+    /// Starts a server in `dir` with `extra` arguments.
+    fn start_in(dir: PathBuf, extra: Vec<String>, tls: Option<TlsMaterial>) -> Result<MariaDb, String> {
         let data = dir.join("data");
         let socket = dir.join("mysqld.sock");
         let user: &[&str] = if is_root() { &["--user=root"] } else { &[] };
@@ -52,7 +100,10 @@ impl MariaDb {
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
             .args(user)
-            .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            // Temporary files in the server's own directory: two bootstraps at once in one
+            // temporary directory take each other's temporary tables.
+            .env("TMPDIR", &dir);
         run(install, "mariadb-install-db")?;
         let port = free_port()?;
         let log = std::fs::File::create(dir.join("stdout.log")).map_err(|e| e.to_string())?;
@@ -66,6 +117,8 @@ impl MariaDb {
             .arg(format!("--pid-file={}", dir.join("mysqld.pid").display()))
             .arg(format!("--log-error={}", dir.join("error.log").display()))
             .args(["--skip-name-resolve", "--max-connections=500", "--innodb-buffer-pool-size=32M", "--innodb-flush-log-at-trx-commit=0"])
+            .args(&extra)
+            .env("TMPDIR", &dir)
             .stdin(Stdio::null())
             .stdout(log.try_clone().map_err(|e| e.to_string())?)
             .stderr(log)
@@ -79,7 +132,7 @@ impl MariaDb {
             dir = dir.display(),
         );
         watchdog(&stop)?;
-        let mariadb = MariaDb { port, socket };
+        let mariadb = MariaDb { port, socket, tls };
         let deadline = Instant::now() + Duration::from_secs(120);
         while mariadb.client_over_socket("SELECT 1").is_err() {
             if Instant::now() > deadline {
@@ -113,10 +166,11 @@ impl MariaDb {
         self.mysql_as("root", PASSWORD, sql).unwrap_or_else(|e| panic!("mariadb {sql:?}: {e}"))
     }
 
-    /// Runs SQL as `user` with `password` over TCP.
+    /// Runs SQL as `user` with `password` over TCP (over TLS to a TLS-only server).
     pub fn mysql_as(&self, user: &str, password: &str, sql: &str) -> Result<String, String> {
         let out = Command::new(program(&["mariadb", "mysql"])?)
             .args(["--no-defaults", "-N", "-B", "--protocol=TCP", "-h", "127.0.0.1", "-P", &self.port.to_string(), "-u", user, "--connect-timeout=10", "-e", sql])
+            .args(if self.tls.is_some() { &["--ssl"][..] } else { &[] })
             .env("MYSQL_PWD", password)
             .output()
             .map_err(|e| e.to_string())?;
