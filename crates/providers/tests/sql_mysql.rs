@@ -103,9 +103,12 @@ async fn namespaced_mysql_kinds_keep_odd_names_and_follow_their_grants() {
     .await;
     assert_eq!(db.mysql_as(odd_user, &rotated, "SELECT 1").unwrap(), "1");
     assert!(db.mysql_as(odd_user, &password, "SELECT 1").is_err(), "the old password still works");
-    let saved = runtime.kube.get(&kind("User"), Some("default"), "odd").await.unwrap().unwrap();
-    let changed = saved.pointer("/status/atProvider/lastPasswordChange").and_then(Value::as_str).unwrap();
-    assert!(changed.parse::<jiff::Timestamp>().unwrap() >= trigger.parse::<jiff::Timestamp>().unwrap(), "{changed} is not after {trigger}");
+    // The status is written after the Secret: lastPasswordChange moves to the rotation's time.
+    let trigger_time = trigger.parse::<jiff::Timestamp>().unwrap();
+    wait_object(&runtime, &kind("User"), Some("default"), "odd", "lastPasswordChange to record the rotation", |o| {
+        o.pointer("/status/atProvider/lastPasswordChange").and_then(Value::as_str).and_then(|t| t.parse::<jiff::Timestamp>().ok()).is_some_and(|t| t >= trigger_time)
+    })
+    .await;
 
     // An account authenticating by a plugin reports it; when the spec stops naming one, the
     // account gets a generated password, published in its Secret.
