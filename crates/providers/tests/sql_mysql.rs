@@ -230,6 +230,18 @@ async fn mysql_tls_modes_against_a_server_that_requires_tls() {
         });
         runtime.kube.create(&database_kind, &database).await.unwrap();
     }
+    // A namespaced ProviderConfig reads its connection and TLS Secrets in its own namespace.
+    let namespaced_config = json!({
+        "apiVersion": format!("{GROUP}/v1alpha1"), "kind": "ProviderConfig", "metadata": {"name": "tls-custom", "namespace": "default"},
+        "spec": {"credentials": {"source": "MySQLConnectionSecret", "connectionSecretRef": {"name": "tls-certified"}}, "tls": "custom",
+                 "tlsConfig": {"caCert": key("ca.crt"), "clientCert": key("tls.crt"), "clientKey": key("tls.key")}}
+    });
+    runtime.kube.create(&kind("ProviderConfig"), &namespaced_config).await.unwrap();
+    let namespaced_database = mr("Database", "tls-namespaced", Some("tls_namespaced"), json!({"providerConfigRef": {"kind": "ProviderConfig", "name": "tls-custom"}, "forProvider": {}}));
+    runtime.kube.create(&kind("Database"), &namespaced_database).await.unwrap();
+    wait_object(&runtime, &kind("Database"), Some("default"), "tls-namespaced", "the namespaced Database Ready over TLS", ready_and_synced).await;
+    assert_eq!(db.mysql("SELECT COUNT(*) FROM information_schema.SCHEMATA WHERE SCHEMA_NAME = 'tls_namespaced'"), "1");
+
     let server = format!("127.0.0.1:{}", db.port);
     let mut wrong = Vec::new();
     for (name, _, _, _, outcome) in &cases {
