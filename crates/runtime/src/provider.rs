@@ -21,6 +21,42 @@ pub trait BuiltinProvider: Send + Sync + 'static {
     /// Starts its controllers for a package reference. The CRDs are established when this is
     /// called.
     fn start(&self, runtime: &Runtime, package: &str) -> ProviderHandle;
+
+    /// Starts its controllers with the arguments a package runtime would get: those of the
+    /// `package-runtime` container in the Provider's DeploymentRuntimeConfig (upstream's
+    /// feature flags such as `--enable-watches`, `--poll=5s`). By default they are ignored.
+    fn start_with_args(&self, runtime: &Runtime, package: &str, _args: &[String]) -> ProviderHandle {
+        self.start(runtime, package)
+    }
+}
+
+/// The value of a `--name=value` or `--name value` argument, the last one given winning.
+pub fn flag_value<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    let mut found = None;
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        let Some(rest) = arg.strip_prefix("--").and_then(|a| a.strip_prefix(name)) else { continue };
+        if let Some(value) = rest.strip_prefix('=') {
+            found = Some(value);
+        } else if rest.is_empty() {
+            found = iter.next().map(String::as_str);
+        }
+    }
+    found
+}
+
+/// Whether a boolean `--name` flag is on (`--name`, `--name=true`; `--name=false` turns it off).
+pub fn flag_enabled(args: &[String], name: &str) -> bool {
+    let mut enabled = false;
+    for arg in args {
+        let Some(rest) = arg.strip_prefix("--").and_then(|a| a.strip_prefix(name)) else { continue };
+        match rest {
+            "" | "=true" => enabled = true,
+            "=false" => enabled = false,
+            _ => {}
+        }
+    }
+    enabled
 }
 
 /// The running controllers of a provider; stopping (or dropping) the handle stops them all,
@@ -81,7 +117,18 @@ pub fn semver(tag: &str) -> Option<(u64, u64, u64)> {
 
 #[cfg(test)]
 mod tests {
-    use super::{package_name, package_tag, semver};
+    use super::{flag_enabled, flag_value, package_name, package_tag, semver};
+
+    #[test]
+    fn flags_as_kingpin_reads_them() {
+        let args: Vec<String> = ["--debug", "--enable-watches", "--poll=5s", "--poll", "7s"].iter().map(|s| s.to_string()).collect();
+        assert!(flag_enabled(&args, "enable-watches"));
+        assert!(!flag_enabled(&args, "enable-management"), "a prefix of a flag is not the flag");
+        assert_eq!(flag_value(&args, "poll"), Some("7s"));
+        assert_eq!(flag_value(&args, "poll-jitter"), None);
+        let off: Vec<String> = ["--enable-watches", "--enable-watches=false"].iter().map(|s| s.to_string()).collect();
+        assert!(!flag_enabled(&off, "enable-watches"));
+    }
 
     #[test]
     fn tags_and_versions() {

@@ -23,7 +23,37 @@ pub const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
 pub struct ProviderInstaller {
     runtime: Runtime,
     catalog: BTreeMap<&'static str, Arc<dyn BuiltinProvider>>,
-    running: Mutex<HashMap<String, (String, ProviderHandle)>>,
+    running: Mutex<HashMap<String, (Started, ProviderHandle)>>,
+}
+
+/// What a running provider was started with: its package reference and runtime arguments.
+type Started = (String, Vec<String>);
+
+/// The kind of DeploymentRuntimeConfigs.
+pub fn runtime_config_kind() -> Kind {
+    Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false)
+}
+
+/// The DeploymentRuntimeConfig a package names (`spec.runtimeConfigRef.name`, `default` when
+/// unset, as Crossplane defaults it).
+pub fn runtime_config_name(package: &Value) -> &str {
+    package.pointer("/spec/runtimeConfigRef/name").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("default")
+}
+
+/// The arguments of the `package-runtime` container of a DeploymentRuntimeConfig: what
+/// Crossplane passes to the provider's process, and what a built-in provider reads its
+/// feature flags from.
+pub fn runtime_args(config: &Value) -> Vec<String> {
+    config
+        .pointer("/spec/deploymentTemplate/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|c| c.get("name").and_then(Value::as_str) == Some("package-runtime"))
+        .and_then(|c| c.get("args"))
+        .and_then(Value::as_array)
+        .map(|args| args.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default()
 }
 
 impl ProviderInstaller {
@@ -39,7 +69,7 @@ impl ProviderInstaller {
         names
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, ProviderHandle)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, (Started, ProviderHandle)>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -128,14 +158,22 @@ impl Installer for ProviderInstaller {
         if !waiting.is_empty() {
             return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
         }
+        // A missing DeploymentRuntimeConfig means no arguments, as an empty one does.
+        let config_name = runtime_config_name(package);
+        let args = match self.runtime.kube.get(&runtime_config_kind(), None, config_name).await {
+            Ok(config) => config.as_ref().map(runtime_args).unwrap_or_default(),
+            Err(error) => return Err(format!("cannot get DeploymentRuntimeConfig {config_name}: {error}")),
+        };
+        let started: Started = (reference.to_string(), args);
         let mut running = self.lock();
-        if running.get(name).is_none_or(|(running_reference, _)| running_reference != reference) {
+        // Started again when the reference or its runtime arguments change.
+        if running.get(name).is_none_or(|(running, _)| *running != started) {
             if let Some((_, old)) = running.remove(name) {
                 old.stop();
             }
-            let handle = provider.start(&self.runtime, reference);
-            tracing::info!(provider = name, package = reference, controllers = ?handle.controller_names(), "provider started");
-            running.insert(name.to_string(), (reference.to_string(), handle));
+            let handle = provider.start_with_args(&self.runtime, reference, &started.1);
+            tracing::info!(provider = name, package = reference, args = ?started.1, controllers = ?handle.controller_names(), "provider started");
+            running.insert(name.to_string(), (started, handle));
         }
         Ok(None)
     }

@@ -390,6 +390,22 @@ pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>) -> Arc
     runtime.watches.kinds().insert(revision_kind.clone());
     controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);
     controller.watch_mapped(&runtime.watches, &revision_kind.gvk, package_of_revision);
+    // A package's runtime arguments come from its DeploymentRuntimeConfig: a change to one
+    // reconciles the packages that name it.
+    let config_kind = super::providers::runtime_config_kind();
+    runtime.watches.kinds().insert(config_kind.clone());
+    // The packages are read from their own informer (the controller's watch of them, held
+    // here): a handler must not call into the registry.
+    let packages = runtime.watches.informer(&package_kind.gvk);
+    controller.watch_mapped(&runtime.watches, &config_kind.gvk, move |event| {
+        let WatchEvent::Applied { old, new } = event else { return Vec::new() };
+        if old.as_ref().is_some_and(|old| old.get("spec") == new.get("spec")) {
+            return Vec::new();
+        }
+        let config = object::name(new).unwrap_or_default();
+        let packages = packages.as_ref().map(|i| i.list()).unwrap_or_default();
+        packages.iter().filter(|p| super::providers::runtime_config_name(p) == config).filter_map(|p| ObjectKey::of(p)).collect()
+    });
     controller
 }
 
