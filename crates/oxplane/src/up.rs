@@ -35,6 +35,22 @@ pub struct UpOptions {
     pub function_response_cache: Option<std::sync::Arc<oxplane_functions::cache::ResponseCache>>,
 }
 
+/// Serves the built-in providers' CRD conversion webhooks on loopback (a free port, a
+/// certificate from a CA of its own), and says where, for their CRDs.
+async fn provider_conversion_webhook() -> anyhow::Result<(oxplane_apiserver::webhooks::serve::WebhookServer, oxplane_providers::CatalogOptions)> {
+    let handler: oxplane_apiserver::webhooks::serve::Handler = std::sync::Arc::new(oxplane_providers::conversion_review);
+    let server = oxplane_apiserver::webhooks::serve::WebhookServer::start("127.0.0.1:0", &["127.0.0.1".to_string()], handler)
+        .await
+        .context("starting the providers' conversion webhook server")?;
+    let options = oxplane_providers::CatalogOptions {
+        kubernetes_conversion: Some(oxplane_providers::kubernetes::schemas::ConversionWebhook {
+            url: server.url(oxplane_providers::kubernetes::CONVERSION_PATH),
+            ca_bundle: server.ca_bundle(),
+        }),
+    };
+    Ok((server, options))
+}
+
 /// Runs until SIGTERM or Ctrl-C.
 pub fn run(options: UpOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -69,8 +85,11 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
         let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());
+        // Kept for as long as the server runs: the API server calls it to convert built-in
+        // providers' kinds between versions.
+        let (_conversion_webhook, catalog_options) = provider_conversion_webhook().await?;
         let core_options = move || CoreOptions {
-            providers: oxplane_providers::catalog(),
+            providers: oxplane_providers::catalog_with(&catalog_options),
             functions: oxplane_functions::builtin::catalog(&options.functions),
             function_tls_dir: Some(function_tls_dir.clone()),
             function_response_cache: options.function_response_cache.clone(),

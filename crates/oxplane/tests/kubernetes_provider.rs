@@ -4,7 +4,10 @@
 //! it, revert a change made directly on the target, import an existing object Observe-only,
 //! follow the readiness policies, publish connection details read from a Secret on the
 //! target, and delete what they created. `InjectedIdentity` targets the control plane itself,
-//! and an unreachable target is `Synced=False` naming it.
+//! and an unreachable target is `Synced=False` naming it. With `--enable-watches` and
+//! `spec.watch`, a change on the target is reverted at once though the poll is an hour away;
+//! Objects read and write through v1alpha1 and v1alpha2 with kubectl; ObservedObjectCollections
+//! import what a selector matches; each `deletionPropagationPolicy` reaches the target.
 
 use crate::support;
 
@@ -89,22 +92,9 @@ fn object(name: &str, manifest: Value) -> Value {
 
 #[test]
 fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
-    let target_server = Server::start();
-    let control_server = Server::start_with(&["--provider", "provider-kubernetes"]);
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let control = Kube::new(rt.block_on(control_server.client()));
-    let target = Kube::new(rt.block_on(target_server.client()));
-    let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();
-    let c = Clusters { rt, control: control.clone(), _servers: (target_server, control_server) };
-
-    let provider = Kind::new("pkg.crossplane.io", "v1", "Provider", "providers", false);
-    c.wait("provider-kubernetes to be healthy", || c.get(&control, &provider, None, "provider-kubernetes").is_some_and(|p| conditions::is_true(&p, "Healthy")));
-    c.create(&control, &secret_kind(), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "target-kubeconfig", "namespace": "default"}, "stringData": {"kubeconfig": kubeconfig}}));
+    let (c, target, kubeconfig) = clusters_with_args(&[]);
+    let control = c.control.clone();
     let config_kind = Kind::new("kubernetes.crossplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", false);
-    c.create(&control, &config_kind, json!({
-        "apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "default"},
-        "spec": {"credentials": {"source": "Secret", "secretRef": {"namespace": "default", "name": "target-kubeconfig", "key": "kubeconfig"}}}
-    }));
 
     // A namespace, and a ConfigMap in it that depends on the namespace's Object.
     c.create(&control, &object_kind(), object("team-ns", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a"}})));
@@ -189,8 +179,7 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
     assert!(message.contains("cannot resolve references: ConfigMap no-such-settings not found"), "{message}");
     assert!(c.get(&target, &config_map_kind(), Some("team-a"), "dangling").is_none());
 
-    // InjectedIdentity: the control plane itself.
-    c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "local"}, "spec": {"credentials": {"source": "InjectedIdentity"}}}));
+    // InjectedIdentity (the ProviderConfig `local`): the control plane itself.
     let mut local = object("local-cm", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"here": "yes"}}));
     local["spec"]["providerConfigRef"] = json!({"name": "local"});
     c.create(&control, &object_kind(), local);
@@ -261,4 +250,325 @@ fn objects_are_applied_to_a_second_cluster_through_a_kubeconfig_secret() {
 fn url_of(kubeconfig: &str) -> String {
     let parsed: Value = serde_json::from_str(kubeconfig).unwrap();
     parsed["clusters"][0]["cluster"]["server"].as_str().unwrap().to_string()
+}
+
+/// The `managed/object.kubernetes.crossplane.io` controller's live subscriptions to ConfigMaps
+/// in the control plane's watch registry (`oxplane_watches` on `/metrics`).
+fn object_configmap_subscriptions(server: &Server) -> u64 {
+    let (code, _, body) = server.curl("GET", "/metrics", None);
+    assert_eq!(code, 200, "{body}");
+    body.lines()
+        .filter(|l| l.starts_with("oxplane_watches{") && l.contains("controller=\"managed/object.kubernetes.crossplane.io\"") && l.contains("Kind=ConfigMap"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+/// A target cluster and a control plane running provider-kubernetes with `args` in its
+/// DeploymentRuntimeConfig (as upstream's flags reach its process), with the ProviderConfig
+/// `default` (the target, through a kubeconfig Secret) and `local` (InjectedIdentity).
+fn clusters_with_args(args: &[&str]) -> (Clusters, Kube, String) {
+    let target_server = Server::start();
+    let control_server = Server::start();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let control = Kube::new(rt.block_on(control_server.client()));
+    let target = Kube::new(rt.block_on(target_server.client()));
+    let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();
+    let c = Clusters { rt, control: control.clone(), _servers: (target_server, control_server) };
+    let runtime_config = Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false);
+    c.create(&control, &runtime_config, json!({
+        "apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "metadata": {"name": "provider-flags"},
+        "spec": {"deploymentTemplate": {"spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "package-runtime", "args": args}]}}}}}
+    }));
+    let provider = Kind::new("pkg.crossplane.io", "v1", "Provider", "providers", false);
+    c.create(&control, &provider, json!({
+        "apiVersion": "pkg.crossplane.io/v1", "kind": "Provider", "metadata": {"name": "provider-kubernetes"},
+        "spec": {"package": "xpkg.crossplane.io/crossplane-contrib/provider-kubernetes:v0.18.0", "runtimeConfigRef": {"name": "provider-flags"}}
+    }));
+    c.wait("provider-kubernetes to be healthy", || c.get(&control, &provider, None, "provider-kubernetes").is_some_and(|p| conditions::is_true(&p, "Healthy")));
+    c.create(&control, &secret_kind(), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "target-kubeconfig", "namespace": "default"}, "stringData": {"kubeconfig": kubeconfig}}));
+    let config_kind = Kind::new("kubernetes.crossplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", false);
+    c.create(&control, &config_kind, json!({
+        "apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "default"},
+        "spec": {"credentials": {"source": "Secret", "secretRef": {"namespace": "default", "name": "target-kubeconfig", "key": "kubeconfig"}}}
+    }));
+    c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "local"}, "spec": {"credentials": {"source": "InjectedIdentity"}}}));
+    (c, target, kubeconfig)
+}
+
+#[test]
+fn with_watch_a_change_on_the_target_is_reverted_at_once_not_at_the_poll() {
+    // As upstream: watches are an alpha feature the provider runs with only when its
+    // DeploymentRuntimeConfig passes --enable-watches to the package runtime.
+    let (c, target, _) = clusters_with_args(&["--enable-watches"]);
+    let control = c.control.clone();
+
+    // Observed once an hour: only the watch can explain a revert within the test.
+    let hourly = |name: &str, watch: bool, manifest: Value| {
+        let mut o = object(name, manifest);
+        o["metadata"]["annotations"]["crossplane.io/poll-interval"] = json!("1h");
+        o["spec"]["watch"] = json!(watch);
+        o
+    };
+    let manifest = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"color": "blue"}});
+    c.create(&control, &object_kind(), hourly("watched", true, manifest.clone()));
+    c.create(&control, &object_kind(), hourly("polled", false, manifest.clone()));
+    for name in ["watched", "polled"] {
+        c.wait_object(name, "the Object to be Ready", ready_and_synced);
+    }
+    let paint = |name: &str, color: &str| {
+        let mut direct = c.get(&target, &config_map_kind(), Some("default"), name).unwrap();
+        direct["data"]["color"] = json!(color);
+        c.rt.block_on(target.replace(&config_map_kind(), &direct)).unwrap();
+    };
+    paint("polled", "red");
+    paint("watched", "red");
+    let started = Instant::now();
+    c.wait("the watched object to be reverted", || c.get(&target, &config_map_kind(), Some("default"), "watched").is_some_and(|m| m["data"]["color"] == "blue"));
+    eprintln!("drift on the target reverted through the watch in {:?}", started.elapsed());
+    // The Object without spec.watch waits for its poll, an hour away.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.get(&target, &config_map_kind(), Some("default"), "polled").unwrap()["data"]["color"], "red");
+    // A second change is seen as well (the subscription lives on).
+    paint("watched", "green");
+    c.wait("the second change to be reverted", || c.get(&target, &config_map_kind(), Some("default"), "watched").is_some_and(|m| m["data"]["color"] == "blue"));
+
+    // InjectedIdentity: the control plane's object, watched through the control plane's own
+    // counted watches; the subscription goes when the Object does.
+    let before = object_configmap_subscriptions(&c._servers.1);
+    let mut local = hourly("local-watched", true, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"color": "blue"}}));
+    local["spec"]["providerConfigRef"] = json!({"name": "local"});
+    c.create(&control, &object_kind(), local);
+    c.wait_object("local-watched", "the local Object to be Ready", ready_and_synced);
+    assert_eq!(object_configmap_subscriptions(&c._servers.1), before + 1);
+    let mut direct = c.get(&control, &config_map_kind(), Some("default"), "local-watched").unwrap();
+    direct["data"]["color"] = json!("red");
+    c.rt.block_on(control.replace(&config_map_kind(), &direct)).unwrap();
+    c.wait("the local change to be reverted", || c.get(&control, &config_map_kind(), Some("default"), "local-watched").is_some_and(|m| m["data"]["color"] == "blue"));
+    c.rt.block_on(control.delete(&object_kind(), None, "local-watched", &Default::default())).unwrap();
+    c.wait("the local Object to be gone", || c.object("local-watched").is_none());
+    c.wait("its subscription to be dropped", || object_configmap_subscriptions(&c._servers.1) == before);
+
+    // Without --enable-watches (the DeploymentRuntimeConfig changed: the provider restarts with
+    // its new arguments), spec.watch is not honoured: nothing is subscribed, and a change waits
+    // for the poll.
+    let mut local = hourly("local-unwatched", true, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"color": "blue"}}));
+    local["spec"]["providerConfigRef"] = json!({"name": "local"});
+    c.create(&control, &object_kind(), local);
+    c.wait_object("local-unwatched", "the local Object to be Ready", ready_and_synced);
+    assert_eq!(object_configmap_subscriptions(&c._servers.1), before + 1);
+    let runtime_config = Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false);
+    let patch = json!({"spec": {"deploymentTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "package-runtime", "args": ["--debug"]}]}}}}}});
+    c.rt.block_on(control.merge_patch(&runtime_config, None, "provider-flags", &patch)).unwrap();
+    c.wait("the restarted provider to watch nothing", || object_configmap_subscriptions(&c._servers.1) == before);
+    // The restarted controllers observe every Object once as they start: let that pass first.
+    std::thread::sleep(Duration::from_secs(2));
+    let mut direct = c.get(&control, &config_map_kind(), Some("default"), "local-unwatched").unwrap();
+    direct["data"]["color"] = json!("red");
+    c.rt.block_on(control.replace(&config_map_kind(), &direct)).unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(c.get(&control, &config_map_kind(), Some("default"), "local-unwatched").unwrap()["data"]["color"], "red");
+    assert_eq!(object_configmap_subscriptions(&c._servers.1), before);
+}
+
+#[test]
+fn objects_convert_between_v1alpha1_and_v1alpha2_through_kubectl() {
+    let server = Server::start_with(&["--provider", "provider-kubernetes"]);
+    let wait = |what: &str, check: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !check() {
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait("provider-kubernetes to be healthy", &|| {
+        server.get(&["provider.pkg.crossplane.io", "provider-kubernetes"]).is_some_and(|p| conditions::is_true(&p, "Healthy"))
+    });
+    server.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha1\nkind: ProviderConfig\nmetadata:\n  name: default\nspec:\n  credentials:\n    source: InjectedIdentity\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: existing\n  namespace: default\ndata:\n  owner: ops\n",
+    );
+    let v1 = |name: &str| server.get(&["objects.v1alpha1.kubernetes.crossplane.io", name]);
+    let v2 = |name: &str| server.get(&["objects.v1alpha2.kubernetes.crossplane.io", name]);
+
+    // Written as v1alpha1 (managementPolicy), read as v1alpha2 (managementPolicies).
+    server.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha1\nkind: Object\nmetadata:\n  name: imported\nspec:\n  managementPolicy: Observe\n  forProvider:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: existing\n        namespace: default\n",
+    );
+    let newer = v2("imported").unwrap();
+    assert_eq!(newer["apiVersion"], "kubernetes.crossplane.io/v1alpha2");
+    assert_eq!(newer["spec"]["managementPolicies"], json!(["Observe"]));
+    assert!(newer["spec"].get("managementPolicy").is_none(), "{newer:#}");
+    // The controller works on it as any v1alpha2 Object: Observe-only, it imports.
+    wait("the import to be Ready", &|| v2("imported").is_some_and(|o| ready_and_synced(&o)));
+    assert_eq!(v2("imported").unwrap()["status"]["atProvider"]["manifest"]["data"]["owner"], "ops");
+    let older = v1("imported").unwrap();
+    assert_eq!(older["spec"]["managementPolicy"], "Observe");
+    assert!(older["spec"].get("managementPolicies").is_none(), "{older:#}");
+    assert!(ready_and_synced(&older), "status is the same in both versions");
+
+    // Written as v1alpha2 with fields v1alpha1 lacks: shown without them as v1alpha1, and an
+    // update made through v1alpha1 keeps them.
+    server.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha2\nkind: Object\nmetadata:\n  name: made\nspec:\n  managementPolicies: [Observe, Create, Update]\n  forProvider:\n    deletionPropagationPolicy: Foreground\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        namespace: default\n      data:\n        color: blue\n  readiness:\n    policy: DeriveFromCelQuery\n    celQuery: \"object.data.color == 'blue'\"\n",
+    );
+    wait("the made Object to be Ready", &|| v2("made").is_some_and(|o| ready_and_synced(&o)));
+    let mut older = v1("made").unwrap();
+    assert_eq!(older["apiVersion"], "kubernetes.crossplane.io/v1alpha1");
+    assert_eq!(older["spec"]["managementPolicy"], "ObserveCreateUpdate");
+    assert!(older["spec"]["forProvider"].get("deletionPropagationPolicy").is_none(), "{older:#}");
+    older["spec"]["forProvider"]["manifest"]["data"]["color"] = json!("green");
+    older["spec"]["readiness"] = json!({"policy": "SuccessfulCreate"});
+    older["metadata"].as_object_mut().unwrap().remove("managedFields");
+    server.kubectl_stdin(&["replace", "-f", "-"], &older.to_string());
+    let newer = v2("made").unwrap();
+    assert_eq!(newer["spec"]["forProvider"]["deletionPropagationPolicy"], "Foreground");
+    assert_eq!(newer["spec"]["managementPolicies"], json!(["Observe", "Create", "Update"]));
+    assert_eq!(newer["spec"]["forProvider"]["manifest"]["data"]["color"], "green");
+    assert_eq!(newer["spec"]["readiness"], json!({"policy": "SuccessfulCreate", "celQuery": "object.data.color == 'blue'"}));
+    assert!(newer["metadata"]["annotations"].get("kubernetes.crossplane.io/v1alpha2-fields").is_none(), "{newer:#}");
+    wait("the change to reach the ConfigMap", &|| server.get(&["configmap", "made", "-n", "default"]).is_some_and(|m| m["data"]["color"] == "green"));
+
+    // kubectl lists both versions; the CRD converts through a webhook.
+    let crd = server.get(&["crd", "objects.kubernetes.crossplane.io"]).unwrap();
+    assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
+    let listed = server.kubectl(&["get", "objects.v1alpha1.kubernetes.crossplane.io"]);
+    assert!(listed.contains("imported") && listed.contains("made"), "{listed}");
+}
+
+fn collection_kind(group: &str) -> Kind {
+    Kind::new(group, "v1alpha1", "ObservedObjectCollection", "observedobjectcollections", group.contains(".m."))
+}
+
+#[test]
+fn observed_object_collections_import_what_a_selector_matches_on_the_target() {
+    // Listed again every second (`--poll`, as upstream's flag).
+    let (c, target, _) = clusters_with_args(&["--poll=1s"]);
+    let control = c.control.clone();
+    let target_cm = |name: &str, app: &str| {
+        c.create(&target, &config_map_kind(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "labels": {"app": app}}, "data": {"name": name}}));
+    };
+    target_cm("web-a", "web");
+    target_cm("web-b", "web");
+    target_cm("db", "db");
+    let cluster = collection_kind("kubernetes.crossplane.io");
+    c.create(&control, &cluster, json!({
+        "apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ObservedObjectCollection", "metadata": {"name": "web"},
+        "spec": {
+            "observeObjects": {"apiVersion": "v1", "kind": "ConfigMap", "namespace": "default", "selector": {"matchLabels": {"app": "web"}}},
+            "objectTemplate": {"metadata": {"labels": {"team": "frontend"}, "annotations": {"imported-by": "collection"}}}
+        }
+    }));
+    let members = || -> Vec<Value> { c.rt.block_on(control.list(&object_kind(), None, Some("kubernetes.crossplane.io/owned-by-collection=web"))).unwrap() };
+    let names_on_target = |members: &[Value]| -> Vec<String> {
+        let mut names: Vec<String> = members.iter().map(|m| m["spec"]["forProvider"]["manifest"]["metadata"]["name"].as_str().unwrap().to_string()).collect();
+        names.sort();
+        names
+    };
+    c.wait("two members", || names_on_target(&members()) == ["web-a", "web-b"]);
+    let collection = c.get(&control, &cluster, None, "web").unwrap();
+    c.wait("the collection to be Ready", || c.get(&control, &cluster, None, "web").is_some_and(|o| ready_and_synced(&o)));
+    assert_eq!(c.get(&control, &cluster, None, "web").unwrap()["status"]["membershipLabel"], json!({"kubernetes.crossplane.io/owned-by-collection": "web"}));
+    for member in members() {
+        let name = member["metadata"]["name"].as_str().unwrap().to_string();
+        assert!(name.starts_with("web-") && name.len() == "web-".len() + 7, "{name}");
+        assert_eq!(member["spec"]["managementPolicies"], json!(["Observe"]));
+        assert_eq!(member["metadata"]["labels"]["team"], "frontend");
+        assert_eq!(member["metadata"]["annotations"]["imported-by"], "collection");
+        assert_eq!(member["metadata"]["ownerReferences"][0]["uid"], collection["metadata"]["uid"]);
+        // Each member imports its object: Ready, with the object as observed.
+        let imported = c.wait_object(&name, "the member to be Ready", ready_and_synced);
+        let on_target = imported["spec"]["forProvider"]["manifest"]["metadata"]["name"].clone();
+        assert_eq!(imported["status"]["atProvider"]["manifest"]["data"]["name"], on_target);
+    }
+
+    // An object that stops matching leaves the collection (its Object goes, the object stays);
+    // one that starts matching joins it.
+    let mut relabelled = c.get(&target, &config_map_kind(), Some("default"), "web-b").unwrap();
+    relabelled["metadata"]["labels"]["app"] = json!("api");
+    c.rt.block_on(target.replace(&config_map_kind(), &relabelled)).unwrap();
+    target_cm("web-c", "web");
+    c.wait("the members to follow the target", || names_on_target(&members()) == ["web-a", "web-c"]);
+    assert!(c.get(&target, &config_map_kind(), Some("default"), "web-b").is_some(), "Observe-only: the object is left alone");
+
+    // The namespaced form makes namespaced Objects in its namespace.
+    c.create(&control, &namespace_kind(), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team"}}));
+    let cluster_config = Kind::new("kubernetes.m.crossplane.io", "v1alpha1", "ClusterProviderConfig", "clusterproviderconfigs", false);
+    c.create(&control, &cluster_config, json!({
+        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "ClusterProviderConfig", "metadata": {"name": "default"},
+        "spec": {"credentials": {"source": "Secret", "secretRef": {"namespace": "default", "name": "target-kubeconfig", "key": "kubeconfig"}}}
+    }));
+    let namespaced = collection_kind("kubernetes.m.crossplane.io");
+    c.create(&control, &namespaced, json!({
+        "apiVersion": "kubernetes.m.crossplane.io/v1alpha1", "kind": "ObservedObjectCollection", "metadata": {"name": "dbs", "namespace": "team"},
+        "spec": {"observeObjects": {"apiVersion": "v1", "kind": "ConfigMap", "selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["db"]}]}}}
+    }));
+    let namespaced_object = Kind::new("kubernetes.m.crossplane.io", "v1alpha1", "Object", "objects", true);
+    c.wait("the namespaced member to be Ready", || {
+        let found = c.rt.block_on(control.list(&namespaced_object, Some("team"), Some("kubernetes.crossplane.io/owned-by-collection=dbs"))).unwrap();
+        found.len() == 1 && ready_and_synced(&found[0]) && found[0]["status"]["atProvider"]["manifest"]["data"]["name"] == "db"
+    });
+
+    // A selector Kubernetes cannot read is Synced=False, naming it.
+    c.create(&control, &cluster, json!({
+        "apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ObservedObjectCollection", "metadata": {"name": "broken"},
+        "spec": {"observeObjects": {"apiVersion": "v1", "kind": "ConfigMap", "selector": {"matchExpressions": [{"key": "app", "operator": "In"}]}}}
+    }));
+    c.wait("the broken collection to be Synced=False", || {
+        c.get(&control, &cluster, None, "broken").and_then(|o| conditions::get(&o, "Synced")).is_some_and(|s| s.status == "False" && s.message.contains("error creating selector"))
+    });
+
+    // Deleting the collection deletes its Objects, not the objects they observe.
+    c.rt.block_on(control.delete(&cluster, None, "web", &Default::default())).unwrap();
+    c.wait("the members to be gone", || members().is_empty());
+    assert!(c.get(&target, &config_map_kind(), Some("default"), "web-a").is_some());
+}
+
+#[test]
+fn deletion_propagation_policies_reach_the_target_as_kubernetes_defines_them() {
+    let (c, target, _) = clusters_with_args(&[]);
+    let control = c.control.clone();
+    // Each Object manages a parent ConfigMap on the target; a child there is owned by it and
+    // held by a finalizer, so what happens to each shows which policy the delete used.
+    let setup = |policy: &str| -> (String, String) {
+        let (parent, child) = (format!("parent-{}", policy.to_lowercase()), format!("child-{}", policy.to_lowercase()));
+        let mut o = object(&parent, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"role": "parent"}}));
+        o["spec"]["forProvider"]["deletionPropagationPolicy"] = json!(policy);
+        c.create(&control, &object_kind(), o);
+        c.wait_object(&parent, "the Object to be Ready", ready_and_synced);
+        let uid = c.get(&target, &config_map_kind(), Some("default"), &parent).unwrap()["metadata"]["uid"].clone();
+        c.create(&target, &config_map_kind(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+            "name": child, "namespace": "default", "finalizers": ["example.com/hold"],
+            "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": parent, "uid": uid, "blockOwnerDeletion": true}]
+        }}));
+        c.rt.block_on(control.delete(&object_kind(), None, &parent, &Default::default())).unwrap();
+        (parent, child)
+    };
+    let release = |child: &str| {
+        c.rt.block_on(target.merge_patch(&config_map_kind(), Some("default"), child, &json!({"metadata": {"finalizers": null}}))).unwrap();
+    };
+    let on_target = |name: &str| c.get(&target, &config_map_kind(), Some("default"), name);
+
+    // Orphan: the parent goes, the child stays, no longer owned.
+    let (parent, child) = setup("Orphan");
+    c.wait("the orphaning delete", || on_target(&parent).is_none() && c.object(&parent).is_none());
+    c.wait("the child to be orphaned", || on_target(&child).is_some_and(|o| o["metadata"]["ownerReferences"].as_array().is_none_or(Vec::is_empty)));
+    assert!(on_target(&child).unwrap()["metadata"].get("deletionTimestamp").is_none(), "an orphan is not deleted");
+    release(&child);
+
+    // Background: the parent goes at once; the garbage collector deletes the child after.
+    let (parent, child) = setup("Background");
+    c.wait("the parent to go", || on_target(&parent).is_none() && c.object(&parent).is_none());
+    c.wait("the child to be deleted", || on_target(&child).is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some()));
+    release(&child);
+    c.wait("the child to be gone", || on_target(&child).is_none());
+
+    // Foreground: the parent stays (deleting, with foregroundDeletion) until its blocking
+    // child is gone, and the Object waits for it.
+    let (parent, child) = setup("Foreground");
+    c.wait("the child to be deleted", || on_target(&child).is_some_and(|o| o["metadata"].get("deletionTimestamp").is_some()));
+    let held = on_target(&parent).expect("the parent waits for its child");
+    assert!(held["metadata"]["finalizers"].as_array().unwrap().iter().any(|f| f == "foregroundDeletion"), "{held:#}");
+    assert!(c.object(&parent).is_some(), "the Object waits for the object on the target");
+    release(&child);
+    c.wait("the parent and the Object to go", || on_target(&child).is_none() && on_target(&parent).is_none() && c.object(&parent).is_none());
 }

@@ -27,11 +27,33 @@ use oxplane_runtime::provider::BuiltinProvider;
 
 /// Every built-in provider.
 pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
+    catalog_with(&CatalogOptions::default())
+}
+
+/// What the built-in providers need from the process that runs them.
+#[derive(Clone, Debug, Default)]
+pub struct CatalogOptions {
+    /// Where provider-kubernetes' Object conversion webhook is served (see
+    /// [`conversion_review`]).
+    pub kubernetes_conversion: Option<kubernetes::schemas::ConversionWebhook>,
+}
+
+/// Every built-in provider, with `options`.
+pub fn catalog_with(options: &CatalogOptions) -> Vec<Arc<dyn BuiltinProvider>> {
     vec![
         Arc::new(nop::NopProvider),
         Arc::new(fakecloud::FakeCloudProvider::default()),
         Arc::new(sql::SqlProvider::default()),
         Arc::new(http::HttpProvider::default()),
-        Arc::new(kubernetes::KubernetesProvider::default()),
+        Arc::new(kubernetes::KubernetesProvider { conversion: options.kubernetes_conversion.clone(), ..Default::default() }),
     ]
+}
+
+/// Answers a CRD conversion webhook call (a `ConversionReview` body) for the built-in
+/// providers' kinds by the path it was made to: (status code, JSON body).
+pub fn conversion_review(path: &str, body: &[u8]) -> (u16, Vec<u8>) {
+    match path {
+        kubernetes::CONVERSION_PATH => (200, kubernetes::conversion::review(body).to_string().into_bytes()),
+        other => (404, format!("no conversion webhook is served at {other}").into_bytes()),
+    }
 }

@@ -11,11 +11,21 @@
 //! - `schemas.rs`: the CRDs.
 //! - `target.rs`: clients of target clusters, built from ProviderConfigs and kept while the
 //!   kubeconfig is unchanged.
+//! - `collection.rs`: `ObservedObjectCollection`, Observe-only Objects for what a selector
+//!   matches on a target.
+//! - `conversion.rs`: the cluster-scoped Object's v1alpha1 ↔ v1alpha2 conversion webhook.
 //! - `object.rs`: the Object client (references, apply, readiness, connection details).
+//! - `watch.rs`: realtime `spec.watch`, behind `--enable-watches` as upstream.
+//!
+//! Like upstream's process, the provider reads its flags from the `package-runtime`
+//! container's arguments in its DeploymentRuntimeConfig: `--enable-watches` and `--poll`.
 
+pub mod collection;
+pub mod conversion;
 pub mod object;
 pub mod schemas;
 pub mod target;
+pub mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,7 +34,7 @@ use oxplane_runtime::Runtime;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::managed::usage::ProviderConfigKinds;
 use oxplane_runtime::managed::{self, ExternalConnector, ManagedSettings};
-use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle};
+use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle, flag_enabled, flag_value};
 use serde_json::Value;
 
 /// The cluster-scoped group.
@@ -45,17 +55,22 @@ pub const FIELD_MANAGER: &str = "provider-kubernetes";
 pub const POLL_INTERVAL: Duration = Duration::from_secs(60);
 
 /// provider-kubernetes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct KubernetesProvider {
-    /// How often Objects are observed.
+    /// How often Objects are observed (unless `--poll` says otherwise).
     pub poll_interval: Duration,
+    /// Where the Object conversion webhook is served; without one, v1alpha1 is not served.
+    pub conversion: Option<schemas::ConversionWebhook>,
 }
 
 impl Default for KubernetesProvider {
     fn default() -> Self {
-        KubernetesProvider { poll_interval: POLL_INTERVAL }
+        KubernetesProvider { poll_interval: POLL_INTERVAL, conversion: None }
     }
 }
+
+/// The path the Object conversion webhook is served at.
+pub const CONVERSION_PATH: &str = "/convert/objects.kubernetes.crossplane.io";
 
 fn config_kinds(namespaced: bool) -> ProviderConfigKinds {
     let group = if namespaced { NAMESPACED_GROUP } else { CLUSTER_GROUP };
@@ -73,21 +88,33 @@ impl BuiltinProvider for KubernetesProvider {
     }
 
     fn crds(&self, _package: &str) -> Vec<Value> {
-        schemas::crds()
+        let mut crds = schemas::crds(self.conversion.as_ref());
+        crds.extend([collection::crd(false), collection::crd(true)]);
+        crds
     }
 
-    fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {
+    fn start(&self, runtime: &Runtime, package: &str) -> ProviderHandle {
+        self.start_with_args(runtime, package, &[])
+    }
+
+    fn start_with_args(&self, runtime: &Runtime, _package: &str, args: &[String]) -> ProviderHandle {
+        let enable_watches = flag_enabled(args, "enable-watches");
+        let poll_interval = flag_value(args, "poll").and_then(oxplane_runtime::managed::annotations::parse_go_duration).unwrap_or(self.poll_interval);
         let targets = Arc::new(target::Targets::default());
+        let local = target::Target::local(runtime.kube.clone(), runtime.watches.clone());
         let mut controllers = Vec::new();
         for crd in schemas::object_kinds() {
             let kind = crd.kind();
             let configs = Arc::new(config_kinds(kind.namespaced));
             controllers.extend(managed::start_config_controllers(runtime, &configs));
-            let connector: Arc<dyn ExternalConnector> =
-                Arc::new(object::ObjectConnector { targets: targets.clone(), local: target::Target::new(runtime.kube.clone(), "the control plane".into()) });
-            let mut settings = ManagedSettings::new(kind, connector, self.poll_interval);
+            let realtime = watch::RealtimeWatches::new(enable_watches);
+            let connector: Arc<dyn ExternalConnector> = Arc::new(object::ObjectConnector { targets: targets.clone(), local: local.clone(), realtime: realtime.clone() });
+            let mut settings = ManagedSettings::new(kind.clone(), connector, poll_interval);
             settings.provider_configs = Some(configs);
-            controllers.push(managed::start_controller(runtime, settings));
+            let controller = managed::start_controller(runtime, settings);
+            realtime.attach(&controller, &runtime.watches, &kind.gvk);
+            controllers.push(controller);
+            controllers.push(collection::start(runtime, kind.namespaced, targets.clone(), local.clone(), poll_interval));
         }
         ProviderHandle::new(controllers)
     }

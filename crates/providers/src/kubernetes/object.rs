@@ -17,11 +17,12 @@ use oxplane_runtime::managed::{
     ConnectContext, ConnectionDetails, ExternalClient, ExternalConnector, ExternalCreation, ExternalDelete, ExternalError, ExternalObservation,
     ExternalUpdate, Managed,
 };
-use oxplane_runtime::object;
+use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
 
 use super::FIELD_MANAGER;
 use super::target::{Target, Targets};
+use super::watch::{RealtimeWatches, Watched};
 use crate::subset::contains;
 
 /// Builds Object clients.
@@ -30,13 +31,15 @@ pub struct ObjectConnector {
     pub targets: Arc<Targets>,
     /// The control plane.
     pub local: Target,
+    /// Realtime watches of Objects with `spec.watch`.
+    pub realtime: Arc<RealtimeWatches>,
 }
 
 #[async_trait::async_trait]
 impl ExternalConnector for ObjectConnector {
     async fn connect(&self, context: &ConnectContext<'_>, managed: &Managed) -> Result<Box<dyn ExternalClient>, ExternalError> {
         let target = self.targets.of(context, &self.local, managed.namespace()).await?;
-        Ok(Box::new(ObjectClient { target, local: self.local.clone() }))
+        Ok(Box::new(ObjectClient { target, local: self.local.clone(), realtime: self.realtime.clone() }))
     }
 }
 
@@ -44,6 +47,7 @@ impl ExternalConnector for ObjectConnector {
 pub struct ObjectClient {
     target: Target,
     local: Target,
+    realtime: Arc<RealtimeWatches>,
 }
 
 /// A manifest ready to apply: the object and its kind on the target.
@@ -71,6 +75,37 @@ fn reference_target(reference: &Value, own_namespace: Option<&str>) -> (Value, S
 }
 
 impl ObjectClient {
+    /// The objects an Object's references name in the control plane, to watch (those whose
+    /// kind is served; a missing object is watched too, so its creation is seen).
+    async fn reference_watches(&self, managed: &Managed) -> Vec<(oxplane_runtime::watches::Watches, Watched)> {
+        let mut watched = Vec::new();
+        for reference in managed.object.pointer("/spec/references").and_then(Value::as_array).into_iter().flatten() {
+            for named in ["dependsOn", "patchesFrom"].iter().filter_map(|f| reference.get(*f)) {
+                let (type_meta, name, namespace) = reference_target(named, managed.namespace());
+                let Ok(kind) = self.local.kind_of(&type_meta).await else { continue };
+                let namespace = if kind.namespaced { namespace } else { None };
+                watched.push((self.local.watches(), Watched { cluster: self.local.id, gvk: kind.gvk, namespace, name }));
+            }
+        }
+        watched
+    }
+
+    /// Keeps the Object's realtime watches as `spec.watch` asks: its object on the target and
+    /// what its references name, or nothing.
+    async fn watch(&self, managed: &Managed, desired: Option<&Desired>) {
+        let asked = self.realtime.enabled && managed.object.pointer("/spec/watch").and_then(Value::as_bool) == Some(true);
+        let Some(key) = asked.then(|| ObjectKey::of(&managed.object)).flatten() else {
+            self.realtime.forget(managed.uid());
+            return;
+        };
+        let mut wanted = self.reference_watches(managed).await;
+        if let Some(desired) = desired {
+            let on_target = Watched { cluster: self.target.id, gvk: desired.kind.gvk.clone(), namespace: desired.namespace.clone(), name: desired.name.clone() };
+            wanted.push((self.target.watches(), on_target));
+        }
+        self.realtime.ensure(&key, managed.uid(), wanted);
+    }
+
     /// Reads an object a reference names in the control plane.
     async fn referenced(&self, reference: &Value, own_namespace: Option<&str>) -> Result<Value, ExternalError> {
         let (type_meta, name, namespace) = reference_target(reference, own_namespace);
@@ -210,7 +245,9 @@ impl ExternalClient for ObjectClient {
     async fn observe(&mut self, managed: &mut Managed) -> Result<ExternalObservation, ExternalError> {
         let deleting = object::is_deleting(&managed.object);
         // While deleting, references may be gone already: the manifest names the object.
-        let desired = self.desired(managed, !deleting).await?;
+        let desired = self.desired(managed, !deleting).await;
+        self.watch(managed, desired.as_ref().ok()).await;
+        let desired = desired?;
         let observed = self
             .target
             .kube

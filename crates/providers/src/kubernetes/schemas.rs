@@ -93,18 +93,50 @@ fn render(crd: &ManagedCrd) -> Value {
     {
         properties.extend(extra);
     }
-    // The cluster-scoped Object is also served as v1alpha1, the version references name by
-    // default. Both versions share one storage with conversion None, so v1alpha1 shows the
-    // same fields (managementPolicies, not v1alpha1's managementPolicy).
+    // The cluster-scoped Object is also served as v1alpha1 (deprecated), the version references
+    // name by default. With the conversion webhook it has its own fields (see `crds`).
     if crd.version == CLUSTER_VERSION
         && let Some(versions) = rendered.pointer_mut("/spec/versions").and_then(Value::as_array_mut)
         && let Some(mut older) = versions.first().cloned()
     {
         older["name"] = json!(OLDER_CLUSTER_VERSION);
         older["storage"] = json!(false);
+        older["deprecated"] = json!(true);
         versions.push(older);
     }
     rendered
+}
+
+/// v1alpha1's spec fields where they differ from v1alpha2's: `managementPolicy` for
+/// `managementPolicies`, the deprecated `providerRef`, no `deletionPropagationPolicy`, and
+/// readiness without `DeriveFromCelQuery`.
+fn v1alpha1_spec(spec: &mut serde_json::Map<String, Value>) {
+    spec.remove("managementPolicies");
+    spec.remove("initProvider");
+    spec.insert(
+        "managementPolicy".into(),
+        json!({"type": "string", "default": "Default", "enum": ["Default", "ObserveCreateUpdate", "ObserveDelete", "Observe"]}),
+    );
+    spec.insert("providerRef".into(), json!({"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}));
+    if let Some(for_provider) = spec.get_mut("forProvider").and_then(|f| f.get_mut("properties")).and_then(Value::as_object_mut) {
+        for_provider.remove("deletionPropagationPolicy");
+    }
+    spec.insert(
+        "readiness".into(),
+        json!({"type": "object", "properties": {
+            "policy": {"type": "string", "default": "SuccessfulCreate", "enum": ["SuccessfulCreate", "DeriveFromObject", "AllTrue"]}
+        }}),
+    );
+}
+
+/// Where the Object conversion webhook is served: an HTTPS URL and the CA that signed its
+/// certificate (`caBundle`, base64 PEM).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConversionWebhook {
+    /// `https://HOST:PORT/PATH`.
+    pub url: String,
+    /// base64 of the CA's PEM.
+    pub ca_bundle: String,
 }
 
 fn config_spec() -> Value {
@@ -119,9 +151,28 @@ fn config_spec() -> Value {
     }})
 }
 
-/// Every CRD of provider-kubernetes.
-pub fn crds() -> Vec<Value> {
+/// Every CRD of provider-kubernetes. With a conversion webhook, the cluster-scoped Object's
+/// v1alpha1 has upstream's v1alpha1 fields and objects are converted through it; without one
+/// (an API server with no webhook to call), v1alpha1 shows v1alpha2's fields unconverted.
+pub fn crds(conversion: Option<&ConversionWebhook>) -> Vec<Value> {
     let mut crds: Vec<Value> = object_kinds().iter().map(render).collect();
+    for crd in &mut crds {
+        let Some(webhook) = conversion else { break };
+        if crd.pointer("/spec/group").and_then(Value::as_str) != Some(CLUSTER_GROUP) {
+            continue;
+        }
+        crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+            "conversionReviewVersions": ["v1"],
+            "clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle}
+        }});
+        for version in crd.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
+            if version["name"] == OLDER_CLUSTER_VERSION
+                && let Some(spec) = version.pointer_mut("/schema/openAPIV3Schema/properties/spec/properties").and_then(Value::as_object_mut)
+            {
+                v1alpha1_spec(spec);
+            }
+        }
+    }
     let categories = ["crossplane", "provider", "kubernetes"];
     crds.push(provider_config_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfig", "providerconfigs", false, config_spec(), &categories));
     crds.push(provider_config_usage_crd(CLUSTER_GROUP, CONFIG_VERSION, "ProviderConfigUsage", "providerconfigusages", false, false, &categories));

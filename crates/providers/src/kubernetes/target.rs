@@ -1,13 +1,18 @@
 //! Target clusters: a kube client and its discovery for each kubeconfig (or the control
 //! plane's own client for `InjectedIdentity`), kept while the kubeconfig is unchanged so a
-//! reconcile does not open a new connection.
+//! reconcile does not open a new connection. Each has a watch registry for realtime
+//! `spec.watch`: the control plane's is the runtime's own, another cluster's is made the first
+//! time an Object asks to watch something there.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use oxplane_runtime::client::{ApiError, Kube};
 use oxplane_runtime::kinds::{Gvk, Kind, KindResolver};
 use oxplane_runtime::managed::{ConnectContext, ExternalError};
+use oxplane_runtime::watches::Watches;
 use serde_json::Value;
 
 use crate::http::secrets::Injector;
@@ -21,12 +26,37 @@ pub struct Target {
     pub kinds: Arc<KindResolver>,
     /// How messages name it (`cluster https://127.0.0.1:6443`, `the control plane`).
     pub name: String,
+    /// Tells targets apart (two kubeconfigs may name one URL with different users).
+    pub id: u64,
+    watches: Arc<OnceLock<Watches>>,
+}
+
+/// How long a target cluster's informer outlives its last subscription.
+const WATCH_GRACE: Duration = Duration::from_secs(30);
+
+fn next_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Target {
-    /// A target.
+    /// A target whose watch registry is made when first needed.
     pub fn new(kube: Kube, name: String) -> Target {
-        Target { kinds: Arc::new(KindResolver::new(kube.clone())), kube, name }
+        Target { kinds: Arc::new(KindResolver::new(kube.clone())), kube, name, id: next_id(), watches: Arc::default() }
+    }
+
+    /// The control plane, watched through the runtime's own registry (the one composition's
+    /// watches count in).
+    pub fn local(kube: Kube, watches: Watches) -> Target {
+        let cell = OnceLock::new();
+        let kinds = watches.kinds().clone();
+        let _ = cell.set(watches);
+        Target { kube, kinds, name: "the control plane".into(), id: next_id(), watches: Arc::new(cell) }
+    }
+
+    /// The target's watch registry.
+    pub fn watches(&self) -> Watches {
+        self.watches.get_or_init(|| Watches::new(self.kube.clone(), self.kinds.clone(), WATCH_GRACE)).clone()
     }
 
     /// The kind of a manifest's `apiVersion` and `kind`.

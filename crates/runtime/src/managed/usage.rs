@@ -56,7 +56,7 @@ impl ProviderConfigKinds {
     /// The config a managed resource references (`spec.providerConfigRef`, default
     /// `{name: default}`, and for namespaced resources default kind `ClusterProviderConfig`):
     /// its kind, namespace and name.
-    fn referenced(&self, managed: &Value) -> Result<(Kind, Option<String>, String), UsageError> {
+    pub fn referenced(&self, managed: &Value) -> Result<(Kind, Option<String>, String), UsageError> {
         let reference = managed.pointer("/spec/providerConfigRef");
         let name = reference.and_then(|r| r.get("name")).and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("default");
         if !self.config.namespaced {
@@ -68,6 +68,12 @@ impl ProviderConfigKinds {
             ("ClusterProviderConfig", Some(cluster)) => Ok((cluster.clone(), None, name.to_string())),
             (other, _) => Err(UsageError::UnknownKind(other.to_string())),
         }
+    }
+
+    /// The config `managed` references, without recording a usage.
+    pub async fn get(&self, kube: &Kube, managed: &Value) -> Result<Value, UsageError> {
+        let (config_kind, namespace, name) = self.referenced(managed)?;
+        kube.get(&config_kind, namespace.as_deref(), &name).await?.ok_or(UsageError::NotFound { kind: config_kind.gvk.kind.clone(), name })
     }
 
     /// Resolves the config `managed` references and records its usage; returns the config.
