@@ -433,6 +433,13 @@ fn objects_convert_between_v1alpha1_and_v1alpha2_through_kubectl() {
     assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
     let listed = server.kubectl(&["get", "objects.v1alpha1.kubernetes.crossplane.io"]);
     assert!(listed.contains("imported") && listed.contains("made"), "{listed}");
+    // Upstream's printer columns, the wide ones with -o wide.
+    let header = |args: &[&str]| server.kubectl(args).lines().next().unwrap().split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(header(&["get", "objects.kubernetes.crossplane.io"]), ["NAME", "KIND", "PROVIDERCONFIG", "SYNCED", "READY", "AGE"]);
+    assert_eq!(
+        header(&["get", "objects.kubernetes.crossplane.io", "-o", "wide"]),
+        ["NAME", "KIND", "APIVERSION", "METANAME", "METANAMESPACE", "PROVIDERCONFIG", "SYNCED", "READY", "AGE"]
+    );
 }
 
 fn collection_kind(group: &str) -> Kind {
@@ -527,6 +534,27 @@ fn observed_object_collections_import_what_a_selector_matches_on_the_target() {
 fn deletion_propagation_policies_reach_the_target_as_kubernetes_defines_them() {
     let (c, target, _) = clusters_with_args(&[]);
     let control = c.control.clone();
+
+    // The kubeconfig may also come from a file (`source: Filesystem`) or an environment
+    // variable of the provider's process (`source: Environment`).
+    let config_kind = Kind::new("kubernetes.crossplane.io", "v1alpha1", "ProviderConfig", "providerconfigs", false);
+    let path = c._servers.0.kubeconfig();
+    c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "from-file"},
+        "spec": {"credentials": {"source": "Filesystem", "fs": {"path": path.to_str().unwrap()}}}}));
+    let mut from_file = object("from-file", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"via": "file"}}));
+    from_file["spec"]["providerConfigRef"] = json!({"name": "from-file"});
+    c.create(&control, &object_kind(), from_file);
+    c.wait_object("from-file", "the Object to be Ready", ready_and_synced);
+    assert_eq!(c.get(&target, &config_map_kind(), Some("default"), "from-file").unwrap()["data"]["via"], "file");
+    c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "from-env"},
+        "spec": {"credentials": {"source": "Environment", "env": {"name": "OXPLANE_TEST_NO_SUCH_KUBECONFIG"}}}}));
+    let mut from_env = object("from-env", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}}));
+    from_env["spec"]["providerConfigRef"] = json!({"name": "from-env"});
+    c.create(&control, &object_kind(), from_env);
+    let failing = c.wait_object("from-env", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
+    let message = conditions::get(&failing, "Synced").unwrap().message;
+    assert!(message.contains("environment variable \"OXPLANE_TEST_NO_SUCH_KUBECONFIG\""), "{message}");
+
     // Each Object manages a parent ConfigMap on the target; a child there is owned by it and
     // held by a finalizer, so what happens to each shows which policy the delete used.
     let setup = |policy: &str| -> (String, String) {

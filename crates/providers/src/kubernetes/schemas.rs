@@ -77,10 +77,8 @@ pub fn object_kinds() -> Vec<ManagedCrd> {
             at_provider: json!({"type": "object", "properties": {
                 "manifest": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true}
             }}),
-            extra_columns: vec![
-                json!({"name": "KIND", "type": "string", "jsonPath": ".spec.forProvider.manifest.kind"}),
-                json!({"name": "PROVIDERCONFIG", "type": "string", "jsonPath": ".spec.providerConfigRef.name"}),
-            ],
+            // Replaced by upstream's columns in `render`.
+            extra_columns: Vec::new(),
             for_provider_required: true,
         })
         .collect()
@@ -93,6 +91,25 @@ fn render(crd: &ManagedCrd) -> Value {
     {
         properties.extend(extra);
     }
+    // Upstream's columns, in its order (no EXTERNAL-NAME: an Object's object is named by its
+    // manifest).
+    let column = |name: &str, path: &str, priority: u8| {
+        let mut c = json!({"name": name, "type": "string", "jsonPath": path});
+        if priority > 0 {
+            c["priority"] = json!(priority);
+        }
+        c
+    };
+    rendered["spec"]["versions"][0]["additionalPrinterColumns"] = json!([
+        column("KIND", ".spec.forProvider.manifest.kind", 0),
+        column("APIVERSION", ".spec.forProvider.manifest.apiVersion", 1),
+        column("METANAME", ".spec.forProvider.manifest.metadata.name", 1),
+        column("METANAMESPACE", ".spec.forProvider.manifest.metadata.namespace", 1),
+        column("PROVIDERCONFIG", ".spec.providerConfigRef.name", 0),
+        column("SYNCED", ".status.conditions[?(@.type=='Synced')].status", 0),
+        column("READY", ".status.conditions[?(@.type=='Ready')].status", 0),
+        {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+    ]);
     // The cluster-scoped Object is also served as v1alpha1 (deprecated), the version references
     // name by default. With the conversion webhook it has its own fields (see `crds`).
     if crd.version == CLUSTER_VERSION

@@ -92,16 +92,35 @@ impl Targets {
                     .read(&namespace, &field("name"), &field("key"))
                     .await
                     .map_err(|e| ExternalError::definite(format!("cannot read the kubeconfig: {e}")))?;
-                let text = String::from_utf8(bytes).map_err(|_| ExternalError::definite("the kubeconfig is not UTF-8"))?;
-                if let Some(target) = self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).get(&text) {
-                    return Ok(target.clone());
-                }
-                let target = build(&text).await?;
-                self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).insert(text, target.clone());
-                Ok(target)
+                self.of_kubeconfig(bytes).await
             }
-            other => Err(ExternalError::definite(format!("credentials source {other:?} is not supported: use Secret (a kubeconfig) or InjectedIdentity"))),
+            // crossplane-runtime's other common sources: the kubeconfig in an environment
+            // variable of the provider's process, or in a file it can read.
+            "Environment" => {
+                let name = credentials.pointer("/env/name").and_then(Value::as_str).unwrap_or_default();
+                let text = std::env::var(name).map_err(|e| ExternalError::definite(format!("cannot read the kubeconfig from environment variable {name:?}: {e}")))?;
+                self.of_kubeconfig(text.into_bytes()).await
+            }
+            "Filesystem" => {
+                let path = credentials.pointer("/fs/path").and_then(Value::as_str).unwrap_or_default();
+                let bytes = tokio::fs::read(path).await.map_err(|e| ExternalError::definite(format!("cannot read the kubeconfig from {path:?}: {e}")))?;
+                self.of_kubeconfig(bytes).await
+            }
+            other => Err(ExternalError::definite(format!(
+                "credentials source {other:?} is not supported: use Secret, Environment or Filesystem (a kubeconfig) or InjectedIdentity"
+            ))),
         }
+    }
+
+    /// The target a kubeconfig names, built once per kubeconfig.
+    async fn of_kubeconfig(&self, bytes: Vec<u8>) -> Result<Target, ExternalError> {
+        let text = String::from_utf8(bytes).map_err(|_| ExternalError::definite("the kubeconfig is not UTF-8"))?;
+        if let Some(target) = self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).get(&text) {
+            return Ok(target.clone());
+        }
+        let target = build(&text).await?;
+        self.by_kubeconfig.lock().unwrap_or_else(|p| p.into_inner()).insert(text, target.clone());
+        Ok(target)
     }
 }
 
