@@ -51,6 +51,32 @@ async fn provider_conversion_webhook() -> anyhow::Result<(oxplane_apiserver::web
     Ok((server, options))
 }
 
+/// Points the stored CRDs that convert through the providers' webhook at this start's webhook,
+/// before the server serves: the webhook listens on a new port (and a new CA) at each start, so
+/// until then reads through a converted version would fail. A fixed port was not chosen instead:
+/// it can be taken by another process at restart, and servers sharing a store, or several on one
+/// machine, would need one each. On a shared store every server points the CRD at its own
+/// webhook as it starts (any one converts as well as the others).
+async fn refresh_conversion_webhooks(client: kube::Client, options: &oxplane_providers::CatalogOptions) -> anyhow::Result<()> {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let Some(webhook) = &options.kubernetes_conversion else {
+        return Ok(());
+    };
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client);
+    let name = format!("objects.{}", oxplane_providers::kubernetes::CLUSTER_GROUP);
+    // Not installed yet (provider-kubernetes writes it with this address), or not converting
+    // through a webhook: nothing to point.
+    let Some(crd) = crds.get_opt(&name).await? else {
+        return Ok(());
+    };
+    if !crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook") {
+        return Ok(());
+    }
+    let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle, "service": null}}}}});
+    crds.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+    Ok(())
+}
+
 /// Runs until SIGTERM or Ctrl-C.
 pub fn run(options: UpOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -88,6 +114,9 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         // Kept for as long as the server runs: the API server calls it to convert built-in
         // providers' kinds between versions.
         let (_conversion_webhook, catalog_options) = provider_conversion_webhook().await?;
+        if let Err(error) = refresh_conversion_webhooks(kube::Client::new(server.local_service(), "default"), &catalog_options).await {
+            tracing::warn!(%error, "pointing provider CRDs at this start's conversion webhook failed: reads through converted versions fail until provider-kubernetes installs its CRDs");
+        }
         let core_options = move || CoreOptions {
             providers: oxplane_providers::catalog_with(&catalog_options),
             functions: oxplane_functions::builtin::catalog(&options.functions),

@@ -600,3 +600,34 @@ fn deletion_propagation_policies_reach_the_target_as_kubernetes_defines_them() {
     release(&child);
     c.wait("the parent and the Object to go", || on_target(&child).is_none() && on_target(&parent).is_none() && c.object(&parent).is_none());
 }
+
+/// The conversion webhook listens on a new port at each start: a restarted server points the
+/// Object CRD at it before it serves, so reads through v1alpha1 work at once.
+#[test]
+fn objects_read_through_v1alpha1_at_once_after_a_restart() {
+    let mut server = Server::start_with(&["--provider", "provider-kubernetes"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !server.get(&["provider.pkg.crossplane.io", "provider-kubernetes"]).is_some_and(|p| conditions::is_true(&p, "Healthy")) {
+        assert!(Instant::now() < deadline, "timed out waiting for provider-kubernetes to be healthy");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha2\nkind: Object\nmetadata:\n  name: kept\nspec:\n  managementPolicies: [Observe]\n  forProvider:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: absent\n        namespace: default\n",
+    );
+    let url = |server: &Server| server.get(&["crd", "objects.kubernetes.crossplane.io"]).unwrap()["spec"]["conversion"]["webhook"]["clientConfig"]["url"].clone();
+    let read_v1alpha1 = |server: &Server| {
+        let read = server.kubectl_try(&["get", "objects.v1alpha1.kubernetes.crossplane.io", "kept", "-o", "json"], "");
+        let read: Value = serde_json::from_str(&read.unwrap_or_else(|e| panic!("reading through v1alpha1 after the restart: {e}"))).unwrap();
+        assert_eq!(read["apiVersion"], "kubernetes.crossplane.io/v1alpha1");
+        assert_eq!(read["spec"]["managementPolicy"], "Observe");
+    };
+    let before = url(&server);
+    server.restart();
+    read_v1alpha1(&server);
+    assert_ne!(url(&server), before, "the webhook moved to a new port");
+    // Serving the API only, nothing installs provider-kubernetes's CRDs again: the server
+    // itself points the CRD at its webhook.
+    server.set_args(&["--controllers", "false"]);
+    server.restart();
+    read_v1alpha1(&server);
+}

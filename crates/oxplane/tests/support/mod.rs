@@ -114,6 +114,11 @@ impl Server {
         }
     }
 
+    /// Replaces the extra arguments of `oxplane up` for the next starts.
+    pub fn set_args(&mut self, args: &[&str]) {
+        self.args = args.iter().map(|a| a.to_string()).collect();
+    }
+
     /// Stops the server with SIGTERM and starts it again on the same data directory.
     pub fn restart(&mut self) {
         self.stop();
