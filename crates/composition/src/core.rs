@@ -73,6 +73,9 @@ pub struct CoreOptions {
     /// Where pulled packages are cached (`DATA_DIR/cache/xpkg` in `oxplane up`); none: a
     /// directory in the system's temporary directory.
     pub package_cache_dir: Option<std::path::PathBuf>,
+    /// Where pulled Function packages' root filesystems, certificates and logs are kept
+    /// (`DATA_DIR/runtimes/functions` in `oxplane up`); none: only built-in functions run.
+    pub package_runtime_dir: Option<std::path::PathBuf>,
 }
 
 /// The running core.
@@ -109,8 +112,13 @@ impl Core {
             functions.clone(),
             crate::xrd::controller::XrdSettings { reassert: options.reassert, circuit: options.circuit },
         );
+        let runtimes = match (&options.package_cache_dir, &options.package_runtime_dir, &options.function_tls_dir) {
+            (Some(cache), Some(dir), Some(ca)) => Some(Arc::new(packages::FunctionRuntimes::new(runtime.kube.clone(), cache.clone(), dir.clone(), ca.clone()))),
+            _ => None,
+        };
         let function_installer = Arc::new(
             FunctionInstaller::new(functions.clone(), options.functions)
+                .with_runtimes(runtimes)
                 .with_tls_dir(options.function_tls_dir)
                 .with_response_cache(options.function_response_cache),
         );

@@ -90,6 +90,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         };
         let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
         let package_cache_dir = options.server.data_dir.join("cache/xpkg");
+        let package_runtime_dir = options.server.data_dir.join("runtimes/functions");
         let shared = matches!(options.server.store, StoreBackend::Etcd(_));
         let mut server = Server::start(options.server).await?;
         let summary = server.summary();
@@ -127,6 +128,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             circuit: options.circuit,
             operations: options.operations.clone(),
             package_cache_dir: Some(package_cache_dir.clone()),
+            package_runtime_dir: Some(package_runtime_dir.clone()),
         };
         if !options.controllers {
             progress("controllers: not run here (API only)");

@@ -296,7 +296,7 @@ kind: Function
 metadata:
   name: function-does-not-exist
 spec:
-  package: xpkg.crossplane.io/crossplane-contrib/function-does-not-exist:v0.1.0
+  package: 127.0.0.1:1/crossplane-contrib/function-does-not-exist:v0.1.0
 ---
 apiVersion: apiextensions.crossplane.io/v1
 kind: Composition
@@ -317,7 +317,7 @@ spec:
         server.get(&["function", "function-does-not-exist"]).is_some_and(|f| {
             let (installed, healthy) = (condition(&f, "Installed"), condition(&f, "Healthy"));
             installed.is_some_and(|c| c["status"] == "False" && c["reason"] == "UnpackingPackage")
-                && healthy.is_some_and(|c| c["status"] == "False" && c["message"].as_str().unwrap_or_default().contains("is not one of them"))
+                && healthy.is_some_and(|c| c["status"] == "False" && c["message"].as_str().unwrap_or_default().starts_with("cannot unpack package: "))
         })
     });
     let table = server.kubectl(&["get", "function", "function-does-not-exist"]);

@@ -18,6 +18,7 @@ mod diff;
 mod drift;
 mod etcd;
 mod external_functions;
+mod function_packages;
 mod function_parity;
 mod gc_crash;
 mod go_templating;

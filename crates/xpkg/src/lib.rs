@@ -12,6 +12,7 @@
 //!   content-addressed cache of blobs.
 //! - [`auth`]: credentials from pull secrets (docker config JSON).
 //! - [`names`]: revision names and DNS labels as Crossplane derives them.
+//! - [`rootfs`]: an image's root filesystem unpacked on disk, for running its runtime.
 //! - [`testing`]: a private registry for tests (Debian's `docker-registry`).
 //!
 //! This crate knows no Kubernetes API: installing what a package holds is the package
@@ -24,6 +25,7 @@ pub mod layout;
 pub mod meta;
 pub mod names;
 pub mod registry;
+pub mod rootfs;
 pub mod testing;
 
 use std::collections::BTreeMap;

@@ -8,7 +8,9 @@
 //! - `oxplane.io/function-endpoint: HOST:PORT`: gRPC with mutual TLS to a function the user
 //!   runs elsewhere, with the server certificate directory `oxplane function certs` wrote from
 //!   oxplane's CA;
-//! - otherwise a built-in function, in-process.
+//! - a built-in function, in-process;
+//! - otherwise (a package oxplane has not built in) the package pulled from its registry and
+//!   run as a local process with mutual TLS (`function_runtime.rs`), where `oxplane up` runs.
 //!
 //! A function reached over gRPC is Healthy while a connection to it can be made; the
 //! revision's `status.endpoint` says where calls go.
@@ -28,7 +30,8 @@ use oxplane_runtime::object;
 use oxplane_runtime::provider::package_name;
 use serde_json::{Map, Value, json};
 
-use super::reconciler::Installer;
+use super::function_runtime::FunctionRuntimes;
+use super::reconciler::{Installer, revision_name};
 use super::{function_kind, function_revision_kind};
 
 /// The functions pipelines can call now, by Function object name.
@@ -116,12 +119,14 @@ pub struct FunctionInstaller {
     remotes: Mutex<HashMap<String, Arc<GrpcFunction>>>,
     /// The response cache functions reached over gRPC answer from, when enabled.
     cache: Option<Arc<ResponseCache>>,
+    /// The processes of pulled Function packages (none: only built-ins and endpoints).
+    runtimes: Option<Arc<FunctionRuntimes>>,
 }
 
 impl FunctionInstaller {
     /// An installer of the given built-in functions (by package name) into `registry`.
     pub fn new(registry: Arc<FunctionRegistry>, catalog: Vec<(&'static str, Arc<dyn Function>)>) -> Self {
-        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()), cache: None }
+        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()), cache: None, runtimes: None }
     }
 
     /// Answers functions reached over gRPC from `cache` when it holds a live response to the
@@ -130,6 +135,31 @@ impl FunctionInstaller {
     pub fn with_response_cache(mut self, cache: Option<Arc<ResponseCache>>) -> Self {
         self.cache = cache;
         self
+    }
+
+    /// Pulls Function packages that are not built in and runs them with `runtimes`.
+    pub fn with_runtimes(mut self, runtimes: Option<Arc<FunctionRuntimes>>) -> Self {
+        self.runtimes = runtimes;
+        self
+    }
+
+    /// Runs a pulled Function package's process and reaches it with mutual TLS.
+    async fn install_pulled(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+        let name = object::name(package).unwrap_or_default();
+        let Some(runtimes) = &self.runtimes else {
+            return Err(format!("{reference:?} is not a built-in function, and this oxplane runs no function packages"));
+        };
+        let started = runtimes.ensure(package, reference, &revision_name(name, reference)).await?;
+        match started.down.as_deref() {
+            None => {}
+            Some("starting") => return Ok(Some(format!("waiting for the function's process to start on {}", started.address))),
+            Some(why) => return Err(why.to_string()),
+        }
+        match self.install_remote(name, &started.address, true).await {
+            Ok(done) => Ok(done),
+            // Up, not serving yet: a new process takes a moment to listen.
+            Err(cause) => Ok(Some(format!("waiting for the function's process to serve: {cause}"))),
+        }
     }
 
     /// Uses oxplane's CA in `dir` (created on first use) for functions served with mutual TLS.
@@ -188,7 +218,7 @@ impl Installer for FunctionInstaller {
     }
 
     fn accepts(&self, package: &Value, reference: &str) -> bool {
-        placement(package) != Placement::Builtin || self.catalog.contains_key(package_name(reference))
+        placement(package) != Placement::Builtin || self.catalog.contains_key(package_name(reference)) || self.runtimes.is_some()
     }
 
     async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
@@ -196,7 +226,11 @@ impl Installer for FunctionInstaller {
         match placement(package) {
             Placement::Insecure(address) => return self.install_remote(name, &address, false).await,
             Placement::MutualTls(address) => return self.install_remote(name, &address, true).await,
+            Placement::Builtin if !self.catalog.contains_key(package_name(reference)) => return self.install_pulled(package, reference).await,
             Placement::Builtin => {}
+        }
+        if let Some(runtimes) = &self.runtimes {
+            runtimes.stop(name);
         }
         self.remotes.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
         let Some(function) = self.catalog.get(package_name(reference)) else {
@@ -216,6 +250,9 @@ impl Installer for FunctionInstaller {
     }
 
     async fn deactivate(&self, package: &Value) {
+        if let Some(runtimes) = &self.runtimes {
+            runtimes.stop(object::name(package).unwrap_or_default());
+        }
         self.remotes.lock().unwrap_or_else(|p| p.into_inner()).remove(object::name(package).unwrap_or_default());
         self.registry.unregister(object::name(package).unwrap_or_default());
     }
@@ -231,6 +268,11 @@ impl Installer for FunctionInstaller {
             Placement::Insecure(_) | Placement::MutualTls(_) => REMOTE_CAPABILITIES,
         };
         let mut status = Map::new();
+        if let Some((address, capabilities)) = self.runtimes.as_ref().and_then(|r| r.status(object::name(package).unwrap_or_default())) {
+            status.insert("endpoint".into(), json!(address));
+            status.insert("capabilities".into(), json!(capabilities));
+            return status;
+        }
         status.insert("endpoint".into(), json!(endpoint));
         status.insert("capabilities".into(), json!(capabilities));
         status

@@ -12,6 +12,7 @@
 //! - `reconciler.rs`: the package and revision lifecycle shared by both kinds.
 //! - `providers.rs`: what installing a provider means.
 //! - `functions.rs`: what installing a function means, and the registry pipelines call.
+//! - `function_runtime.rs`: Function packages pulled from registries, run as local processes.
 //! - `configurations/`: Configurations pulled from OCI registries and what they install.
 //! - `image_configs.rs`: ImageConfigs (pull secrets and rewritten references by prefix) and
 //!   the credentials pull secrets hold.
@@ -19,12 +20,14 @@
 //!   installs the dependencies nobody installed.
 
 pub mod configurations;
+mod function_runtime;
 mod functions;
 pub mod image_configs;
 pub mod lock;
 mod providers;
 mod reconciler;
 
+pub use function_runtime::FunctionRuntimes;
 pub use functions::{FunctionInstaller, FunctionRegistry, Placement, placement};
 pub use providers::ProviderInstaller;
 pub use reconciler::{Installer, PackageReconciler, start_controller};

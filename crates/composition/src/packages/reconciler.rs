@@ -135,13 +135,22 @@ impl PackageReconciler {
         if let Err(error) = &outcome {
             self.recorder.warning(package, "InstallPackage", error);
         }
-        conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
+        match &outcome {
+            // A package that could not be pulled is not installed, as Crossplane reports it.
+            Err(error) if error.starts_with("cannot unpack package: ") => {
+                conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(error));
+            }
+            _ => {
+                conditions::set(package, Condition::new("Installed", "True", "ActivePackageRevision"));
+            }
+        }
         conditions::set(package, healthy.clone());
         self.write_revision_status(revision, healthy, package).await?;
         if matches!(outcome, Ok(None)) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
-            // Built-ins declare no dependencies; their entry lets the resolver see them
-            // installed and other packages' constraints be checked against their version.
+            // The entry lets the resolver see the package installed and other packages'
+            // constraints be checked against its version. Built-ins declare no dependencies;
+            // a pulled Function's `dependsOn` is not read yet.
             let entry = super::lock::entry(&revision_name, &self.installer.package_kind().gvk.kind, &reference, &[]);
             super::lock::upsert(&self.kube, entry).await.map_err(ReconcileError::new)?;
         }

@@ -57,6 +57,7 @@ impl Plane {
             circuit: oxplane_runtime::circuit::CircuitConfig::default(),
             operations: None,
             package_cache_dir: None,
+            package_runtime_dir: None,
         })
             .await
             .unwrap();

@@ -71,6 +71,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 circuit: Default::default(),
                 operations: None,
                 package_cache_dir: None,
+                package_runtime_dir: None,
             },
         )
         .await

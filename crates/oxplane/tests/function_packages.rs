@@ -1,0 +1,152 @@
+//! A Function package pulled from a real registry (Debian's `docker-registry` on 127.0.0.1) and
+//! run as a local process, end to end with the real kubectl: the package is built with
+//! `oxplane xpkg build` around a runtime whose entrypoint runs `oxplane function serve
+//! function-patch-and-transform`; a Configuration depending on it and on provider-nop is
+//! applied alone, all three are installed, and an XR of its XRD becomes Ready through the
+//! pulled function, called over mutual TLS on the address oxplane gave the process; killed,
+//! the process is started again and compositions go on.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+
+use crate::configurations::{configuration, push_stream};
+use crate::support::{Server, condition};
+
+use oxplane_xpkg::testing::Registry;
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+const XRD: &str = "apiVersion: apiextensions.crossplane.io/v2
+kind: CompositeResourceDefinition
+metadata:
+  name: caches.pulled.example.org
+spec:
+  group: pulled.example.org
+  names: {kind: Cache, plural: caches}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    referenceable: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: string}
+          status:
+            type: object
+            properties:
+              size: {type: string}
+";
+
+const COMPOSITION: &str = "apiVersion: apiextensions.crossplane.io/v1
+kind: Composition
+metadata:
+  name: caches
+spec:
+  compositeTypeRef: {apiVersion: pulled.example.org/v1, kind: Cache}
+  mode: Pipeline
+  pipeline:
+  - step: patch-and-transform
+    functionRef:
+      name: fns-function-pt
+    input:
+      apiVersion: pt.fn.crossplane.io/v1beta1
+      kind: Resources
+      resources:
+      - name: cache
+        base:
+          apiVersion: nop.crossplane.io/v1alpha1
+          kind: NopResource
+          spec:
+            forProvider:
+              conditionAfter:
+              - {time: 1s, conditionType: Ready, conditionStatus: 'True', conditionReason: Available}
+        patches:
+        - {type: FromCompositeFieldPath, fromFieldPath: spec.size, toFieldPath: spec.forProvider.fields.size}
+        - {type: ToCompositeFieldPath, fromFieldPath: spec.forProvider.fields.size, toFieldPath: status.size}
+";
+
+#[test]
+fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    // The function package: its runtime runs oxplane's own function server.
+    let package = dir.path().join("function");
+    write(&package.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-pt}\nspec: {capabilities: [composition]}\n");
+    let program = dir.path().join("rootfs/usr/local/bin/function");
+    write(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")));
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("function-pt.xpkg");
+    let built = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["xpkg", "build", "-f", package.to_str().unwrap(), "-o", file.to_str().unwrap(), "--runtime-root"])
+        .arg(dir.path().join("rootfs"))
+        .args(["--entrypoint", "/usr/local/bin/function"])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let function_source = format!("{}/fns/function-pt", registry.host);
+    let pushed = Command::new(env!("CARGO_BIN_EXE_oxplane")).args(["xpkg", "push", &format!("{function_source}:v0.1.0"), "-f", file.to_str().unwrap()]).output().unwrap();
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+
+    // The Configuration: the XRD and Composition above, depending on the function and provider-nop.
+    let platform = format!("{}/platform/caches:v0.1.0", registry.host);
+    let meta = format!(
+        "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: caches\nspec:\n  dependsOn:\n  - function: {function_source}\n    version: \">=v0.1.0\"\n  - provider: xpkg.crossplane.io/crossplane-contrib/provider-nop\n    version: \">=v0.5.0\"\n"
+    );
+    push_stream(&platform, &format!("{meta}---\n{XRD}---\n{COMPOSITION}"));
+
+    let server = Server::start();
+    server.apply(&configuration("caches", &platform));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/caches", "--timeout=90s"]);
+    server.kubectl(&["wait", "--for=condition=Healthy", "function/fns-function-pt", "provider/crossplane-contrib-provider-nop", "--timeout=90s"]);
+    let function = server.get(&["function", "fns-function-pt"]).unwrap();
+    assert_eq!(function["spec"]["package"], format!("{function_source}:v0.1.0").as_str());
+    let revision = server.get(&["functionrevision", function["status"]["currentRevision"].as_str().unwrap()]).unwrap();
+    let endpoint = revision["status"]["endpoint"].as_str().unwrap().to_string();
+    assert!(endpoint.starts_with("127.0.0.1:"), "{revision}");
+    assert_eq!(condition(&revision, "RuntimeHealthy").unwrap()["status"], "True");
+    let lock = server.get(&["lock", "lock"]).unwrap();
+    assert_eq!(lock["packages"].as_array().unwrap().len(), 3, "{lock}");
+
+    server.kubectl(&["wait", "--for=condition=Established", "xrd/caches.pulled.example.org", "--timeout=60s"]);
+    server.apply("apiVersion: pulled.example.org/v1\nkind: Cache\nmetadata: {name: shared, namespace: default}\nspec: {size: large}\n");
+    server.kubectl(&["wait", "--for=condition=Ready", "cache/shared", "-n", "default", "--timeout=90s"]);
+    let cache = server.get(&["cache", "shared", "-n", "default"]).unwrap();
+    assert_eq!(cache["status"]["size"], "large", "composed through the pulled function");
+    // Killed, the process is started again, and compositions go on through it.
+    let first = function_process(server.pid());
+    assert!(Command::new("kill").args(["-KILL", &first.to_string()]).status().unwrap().success());
+    let mut second = 0;
+    crate::support::within(std::time::Duration::from_secs(30), "the function's process to be started again", || {
+        second = function_process(server.pid());
+        second != 0 && second != first
+    });
+    server.kubectl(&["patch", "cache", "shared", "-n", "default", "--type=merge", "-p", "{\"spec\":{\"size\":\"small\"}}"]);
+    crate::support::within(std::time::Duration::from_secs(60), "the XR to compose through the restarted function", || {
+        server.get(&["cache", "shared", "-n", "default"]).is_some_and(|c| c["status"]["size"] == "small")
+    });
+    // The process's output is kept per revision in the data directory.
+    let log = server.dir().join("runtimes/functions/logs").join(format!("{}.log", revision["metadata"]["name"].as_str().unwrap()));
+    assert!(log.exists(), "{}", log.display());
+}
+
+/// The pid of the function server process oxplane (`server`) started, or 0.
+fn function_process(server: u32) -> u32 {
+    let tasks = std::fs::read_dir(format!("/proc/{server}/task")).into_iter().flatten().flatten();
+    let children: Vec<u32> = tasks
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|text| text.split_whitespace().filter_map(|pid| pid.parse().ok()).collect::<Vec<u32>>())
+        .collect();
+    children
+        .into_iter()
+        .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("function-patch-and-transform")))
+        .unwrap_or(0)
+}
