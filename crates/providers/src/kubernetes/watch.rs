@@ -8,10 +8,12 @@
 //! composition's watches count in), one per target cluster otherwise. Objects watching one
 //! kind on one cluster share its informer. Each Object holds its own subscriptions, replaced
 //! when what it watches changes and dropped when it stops asking or is gone (its kind's
-//! `Deleted` event), so nothing outlives the Objects that want it.
+//! `Deleted` event), so nothing outlives the Objects that want it: a reconcile still running
+//! when its Object goes cannot subscribe for it afterwards (the uid is remembered as gone).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use oxplane_runtime::controller::Controller;
 use oxplane_runtime::kinds::Gvk;
@@ -37,6 +39,18 @@ struct Subscribed {
     _handles: Vec<WatchHandle>,
 }
 
+/// How long a deleted Object's uid is remembered, so that a reconcile that was running when it
+/// went cannot subscribe for it afterwards: far longer than a reconcile runs (its calls time
+/// out), short enough that the uids of deleted Objects do not pile up.
+const GONE_KEPT: Duration = Duration::from_secs(600);
+
+/// Subscriptions by Object uid, and the uids of Objects gone (with when they went).
+#[derive(Default)]
+struct State {
+    subscribed: HashMap<String, Subscribed>,
+    gone: HashMap<String, Instant>,
+}
+
 /// The realtime watches of one Object kind's controller.
 pub struct RealtimeWatches {
     /// Whether the provider runs with `--enable-watches`.
@@ -44,7 +58,7 @@ pub struct RealtimeWatches {
     /// The controller's queue and name (subscriptions are listed by it), once attached.
     attached: OnceLock<(Weak<WorkQueue<ObjectKey>>, String)>,
     /// By Object uid.
-    subscribed: Mutex<HashMap<String, Subscribed>>,
+    subscribed: Mutex<State>,
 }
 
 impl RealtimeWatches {
@@ -53,7 +67,7 @@ impl RealtimeWatches {
         Arc::new(RealtimeWatches { enabled, attached: OnceLock::new(), subscribed: Mutex::default() })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Subscribed>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.subscribed.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -70,7 +84,7 @@ impl RealtimeWatches {
                 // Dropping a handle takes the registry's lock, which this handler (running on an
                 // informer) must not: the subscriptions are dropped on a task of their own.
                 let uid = uid.to_string();
-                tokio::spawn(async move { this.forget(&uid) });
+                tokio::spawn(async move { this.gone(&uid) });
             }
             Vec::new()
         });
@@ -81,7 +95,7 @@ impl RealtimeWatches {
     /// changes when it already does.
     pub fn ensure(&self, key: &ObjectKey, uid: &str, wanted: Vec<(Watches, Watched)>) {
         let watched: Vec<Watched> = wanted.iter().map(|(_, w)| w.clone()).collect();
-        if self.lock().get(uid).is_some_and(|s| s.watched == watched) {
+        if self.lock().subscribed.get(uid).is_some_and(|s| s.watched == watched) {
             return;
         }
         let Some((queue, controller)) = self.attached.get() else { return };
@@ -111,18 +125,73 @@ impl RealtimeWatches {
             .collect();
         // The old subscriptions go after the new ones are made: a kind watched before and after
         // keeps its informer.
-        let old = self.lock().insert(uid.to_string(), Subscribed { watched, _handles: handles });
+        let old = self.install(uid, Subscribed { watched, _handles: handles });
         drop(old);
     }
 
-    /// Drops the subscriptions of the Object with uid `uid`.
+    /// Records `subscribed` as the Object `uid`'s; what it replaces (or refuses) is returned, to
+    /// be dropped outside the lock. Refused for an Object already gone: its reconcile was
+    /// running when it was deleted, and what it subscribes would otherwise stay for good.
+    fn install(&self, uid: &str, subscribed: Subscribed) -> Option<Subscribed> {
+        let mut state = self.lock();
+        if state.gone.contains_key(uid) {
+            return Some(subscribed);
+        }
+        state.subscribed.insert(uid.to_string(), subscribed)
+    }
+
+    /// Drops the subscriptions of the Object with uid `uid`, which no longer asks for them.
     pub fn forget(&self, uid: &str) {
-        let gone = self.lock().remove(uid);
-        drop(gone);
+        let dropped = self.lock().subscribed.remove(uid);
+        drop(dropped);
+    }
+
+    /// Drops the subscriptions of the Object with uid `uid`, which is gone: nothing is
+    /// subscribed for it any more, also by a reconcile still running.
+    pub fn gone(&self, uid: &str) {
+        let dropped = {
+            let mut state = self.lock();
+            let now = Instant::now();
+            state.gone.retain(|_, went| now.duration_since(*went) < GONE_KEPT);
+            state.gone.insert(uid.to_string(), now);
+            state.subscribed.remove(uid)
+        };
+        drop(dropped);
     }
 
     /// How many Objects have subscriptions.
     pub fn watching(&self) -> usize {
-        self.lock().len()
+        self.lock().subscribed.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn watched(name: &str) -> Vec<Watched> {
+        vec![Watched { cluster: 1, gvk: Gvk::new("", "v1", "ConfigMap"), namespace: Some("default".into()), name: name.into() }]
+    }
+
+    #[test]
+    fn a_reconcile_finishing_after_its_object_is_gone_subscribes_nothing() {
+        let watches = RealtimeWatches::new(true);
+        // The Object is deleted while its reconcile runs: its subscriptions are dropped first...
+        watches.gone("uid-1");
+        // ...then the reconcile ends by subscribing: refused.
+        let refused = watches.install("uid-1", Subscribed { watched: watched("a"), _handles: Vec::new() });
+        drop(refused);
+        assert_eq!(watches.watching(), 0);
+        // Other Objects still subscribe, and replace their own subscriptions.
+        assert!(watches.install("uid-2", Subscribed { watched: watched("a"), _handles: Vec::new() }).is_none());
+        assert!(watches.install("uid-2", Subscribed { watched: watched("b"), _handles: Vec::new() }).is_some());
+        assert_eq!(watches.watching(), 1);
+        // An Object that stops asking may ask again.
+        watches.forget("uid-2");
+        assert_eq!(watches.watching(), 0);
+        assert!(watches.install("uid-2", Subscribed { watched: watched("a"), _handles: Vec::new() }).is_none());
+        assert_eq!(watches.watching(), 1);
+        watches.gone("uid-2");
+        assert_eq!(watches.watching(), 0);
     }
 }
