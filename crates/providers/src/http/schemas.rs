@@ -211,3 +211,32 @@ pub fn crds() -> Vec<Value> {
     crds.push(provider_config_usage_crd(NAMESPACED_GROUP, VERSION, "ClusterProviderConfigUsage", "clusterproviderconfigusages", false, true, &usage_categories));
     crds
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Upstream's Request and DisposableRequest CRDs (both scopes) print READY, SYNCED,
+    /// EXTERNAL-NAME and AGE, in that order, with those JSON paths.
+    #[test]
+    fn managed_kinds_print_upstream_columns() {
+        let managed: Vec<Value> = crds().into_iter().filter(|c| c.pointer("/spec/names/categories").is_some_and(|k| k.as_array().is_some_and(|k| k.contains(&json!("managed"))))).collect();
+        assert_eq!(managed.len(), 4);
+        for crd in managed {
+            let columns: Vec<(String, String)> = crd
+                .pointer("/spec/versions/0/additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| (c["name"].as_str().unwrap_or_default().to_string(), c["jsonPath"].as_str().unwrap_or_default().to_string()))
+                .collect();
+            let expected = [
+                ("READY", ".status.conditions[?(@.type=='Ready')].status"),
+                ("SYNCED", ".status.conditions[?(@.type=='Synced')].status"),
+                ("EXTERNAL-NAME", ".metadata.annotations.crossplane\\.io/external-name"),
+                ("AGE", ".metadata.creationTimestamp"),
+            ];
+            assert_eq!(columns, expected.map(|(n, p)| (n.to_string(), p.to_string())), "{}", crd["metadata"]["name"]);
+        }
+    }
+}
