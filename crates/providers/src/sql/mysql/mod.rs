@@ -79,9 +79,15 @@ async fn tls_secret(kube: &Kube, config: &Value, label: &str, tls_config: &Value
 
 /// The certificates of the host's trust store, DER-encoded: what `tls: "true"` verifies a
 /// server against (as upstream's Go driver uses the system's pool), beside the driver's
-/// built-in roots. A store that cannot be read adds nothing.
+/// built-in roots. A store that cannot be read adds nothing, and a certificate rustls cannot
+/// use as a root is left out (the driver would refuse every connection over one).
 fn system_roots() -> Vec<Vec<u8>> {
-    rustls_native_certs::load_native_certs().certs.into_iter().map(|c| c.as_ref().to_vec()).collect()
+    rustls_native_certs::load_native_certs()
+        .certs
+        .into_iter()
+        .filter(|c| rustls::RootCertStore::empty().add(c.clone()).is_ok())
+        .map(|c| c.as_ref().to_vec())
+        .collect()
 }
 
 impl MyServer {
