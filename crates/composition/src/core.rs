@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use oxplane_functions::Function;
 use oxplane_runtime::Runtime;
-use oxplane_runtime::client::ApiError;
+use oxplane_runtime::client::{ApiError, Kube};
+use oxplane_runtime::identity::{Clients, Identity, SYSTEM_NAMESPACE};
 use oxplane_runtime::conditions;
 use oxplane_runtime::controller::Controller;
 use oxplane_runtime::object;
@@ -38,6 +39,9 @@ pub enum CoreError {
     /// Crossplane's RBAC roles could not be applied.
     #[error("cannot apply Crossplane's RBAC roles: {0}")]
     Rbac(ApiError),
+    /// The core's identity did not get the access its role grants in time.
+    #[error("{0}")]
+    Identity(String),
     /// The `default` DeploymentRuntimeConfig could not be created.
     #[error("cannot create the default DeploymentRuntimeConfig: {0}")]
     RuntimeConfig(ApiError),
@@ -76,6 +80,29 @@ pub struct CoreOptions {
     /// Where pulled Function packages' root filesystems, certificates and logs are kept
     /// (`DATA_DIR/runtimes/functions` in `oxplane up`); none: only built-in functions run.
     pub package_runtime_dir: Option<std::path::PathBuf>,
+    /// The identities Crossplane's components act as, where the API server can hand out
+    /// clients for them (`oxplane up`); none: everything acts as the runtime's client (against
+    /// another API server, whoever the kubeconfig names, which should be Crossplane's
+    /// ServiceAccount).
+    pub identities: Option<Identities>,
+}
+
+/// Who installs Crossplane and who its components act as, as Crossplane's chart sets them up.
+/// The runtime given to [`Core::start`] is the core's own (acting as the ServiceAccount
+/// `crossplane-system/crossplane`).
+#[derive(Clone)]
+pub struct Identities {
+    /// The installer (the chart's author: CRDs, the chart's roles and ServiceAccounts).
+    pub installer: Kube,
+    /// Clients acting as the RBAC manager's and the providers' ServiceAccounts.
+    pub clients: Arc<dyn Clients>,
+}
+
+impl Identities {
+    /// The runtime acting as the ServiceAccount `name` of `crossplane-system`.
+    pub fn runtime_as(&self, runtime: &Runtime, name: &str) -> Runtime {
+        runtime.acting_as(self.clients.client_as(&Identity::service_account(SYSTEM_NAMESPACE, name)))
+    }
 }
 
 /// The running core.
@@ -102,11 +129,19 @@ pub fn default_package(name: &str) -> String {
 impl Core {
     /// Applies the core CRDs, starts the core controllers, and creates the Providers asked for.
     pub async fn start(runtime: &Runtime, options: CoreOptions) -> Result<Core, CoreError> {
-        install_core_crds(runtime).await?;
-        crate::rbac::install_chart_roles(runtime).await.map_err(CoreError::Rbac)?;
-        install_default_runtime_config(runtime).await?;
+        let installer = options.identities.as_ref().map_or_else(|| runtime.kube.clone(), |i| i.installer.clone());
+        install_core_crds(&installer).await?;
+        crate::rbac::install_chart_roles(&installer).await.map_err(CoreError::Rbac)?;
+        install_default_runtime_config(&installer).await?;
+        if options.identities.is_some() {
+            wait_for_core_role(&runtime.kube).await?;
+        }
+        let rbac_manager = match &options.identities {
+            Some(identities) => identities.runtime_as(runtime, crate::rbac::RBAC_MANAGER_SERVICE_ACCOUNT),
+            None => runtime.clone(),
+        };
         let functions = FunctionRegistry::new();
-        let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers));
+        let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers).with_identities(options.identities.clone()));
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
             runtime,
             functions.clone(),
@@ -133,13 +168,14 @@ impl Core {
             ),
             crate::compositions::start_controller(runtime),
             xrds,
-            crate::rbac::start_controller(runtime),
+            crate::rbac::start_controller(&rbac_manager),
+            crate::rbac::provider::start_controller(&rbac_manager),
         ];
         let mut controllers = controllers;
         controllers.extend(crate::usage::start(runtime));
         let operations = match options.operations {
             Some(clock) => {
-                install_crds(runtime, crate::crds::operations_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await?;
+                install_crds(&installer, crate::crds::operations_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await?;
                 Some(crate::ops::Operations::start(runtime, functions.clone(), clock))
             }
             None => None,
@@ -156,7 +192,8 @@ impl Core {
                 "metadata": {"name": name},
                 "spec": {"package": reference},
             });
-            match runtime.kube.create(&provider_kind(), &provider).await {
+            // As Crossplane's `core init` installs them: before the core's own role is aggregated.
+            match installer.create(&provider_kind(), &provider).await {
                 Ok(_) => {}
                 Err(error) if error.is_already_exists() => {}
                 Err(error) => return Err(CoreError::Provider { name, error }),
@@ -176,13 +213,32 @@ impl Core {
     }
 }
 
+/// Waits until the core's identity holds what its aggregated ClusterRole `crossplane` grants
+/// (the API server's aggregation controller fills it in from the chart's base role), so the
+/// controllers do not start by being refused.
+pub async fn wait_for_core_role(kube: &Kube) -> Result<(), CoreError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match kube.can_i("create", "pkg.crossplane.io", "providers", None).await {
+            Ok(true) => return Ok(()),
+            Ok(false) if tokio::time::Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(50)).await,
+            Ok(false) => {
+                return Err(CoreError::Identity(
+                    "the ClusterRole crossplane was not aggregated within 30s: the core's ServiceAccount crossplane-system/crossplane may not manage packages".into(),
+                ));
+            }
+            Err(error) => return Err(CoreError::Identity(format!("cannot review the core's access: {error}"))),
+        }
+    }
+}
+
 /// Creates the empty DeploymentRuntimeConfig `default` unless it exists, as Crossplane's
 /// `core init` does: every Provider's and Function's `runtimeConfigRef` defaults to it. A user's
 /// own `default` is left as it is.
-pub async fn install_default_runtime_config(runtime: &Runtime) -> Result<(), CoreError> {
+pub async fn install_default_runtime_config(kube: &Kube) -> Result<(), CoreError> {
     let kind = oxplane_runtime::kinds::Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false);
     let config = json!({"apiVersion": "pkg.crossplane.io/v1beta1", "kind": "DeploymentRuntimeConfig", "metadata": {"name": "default"}});
-    match runtime.kube.create(&kind, &config).await {
+    match kube.create(&kind, &config).await {
         Ok(_) => Ok(()),
         Err(error) if error.is_already_exists() => Ok(()),
         Err(error) => Err(CoreError::RuntimeConfig(error)),
@@ -190,17 +246,16 @@ pub async fn install_default_runtime_config(runtime: &Runtime) -> Result<(), Cor
 }
 
 /// Applies Crossplane's CRDs and waits until each is established.
-pub async fn install_core_crds(runtime: &Runtime) -> Result<(), CoreError> {
-    install_crds(runtime, crate::crds::core_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await
+pub async fn install_core_crds(kube: &Kube) -> Result<(), CoreError> {
+    install_crds(kube, crate::crds::core_crds().map_err(|e| CoreError::Crds(e.to_string()))?).await
 }
 
 /// Applies CRDs and waits until each is established.
-async fn install_crds(runtime: &Runtime, crds: Vec<serde_json::Value>) -> Result<(), CoreError> {
+async fn install_crds(kube: &Kube, crds: Vec<serde_json::Value>) -> Result<(), CoreError> {
     let mut pending = Vec::new();
     for crd in crds {
         let name = object::name(&crd).unwrap_or_default().to_string();
-        let applied = runtime
-            .kube
+        let applied = kube
             .apply(&crd_kind(), &crd, FIELD_MANAGER, true)
             .await
             .map_err(|error| CoreError::Apply { name: name.clone(), error })?;
@@ -210,7 +265,7 @@ async fn install_crds(runtime: &Runtime, crds: Vec<serde_json::Value>) -> Result
     }
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while let Some(name) = pending.last().cloned() {
-        let crd = runtime.kube.get(&crd_kind(), None, &name).await.map_err(|error| CoreError::Apply { name: name.clone(), error })?;
+        let crd = kube.get(&crd_kind(), None, &name).await.map_err(|error| CoreError::Apply { name: name.clone(), error })?;
         if crd.is_some_and(|crd| conditions::is_true(&crd, "Established")) {
             pending.pop();
             continue;

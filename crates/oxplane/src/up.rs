@@ -10,8 +10,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use oxplane_apiserver::server::{Server, ServerConfig, StoreBackend};
-use oxplane_composition::core::{Core, CoreOptions};
+use oxplane_apiserver::authn::UserInfo;
+use oxplane_apiserver::server::LocalServices;
+use oxplane_composition::core::{Core, CoreOptions, Identities};
 use oxplane_runtime::Runtime;
+use oxplane_runtime::client::Kube;
+use oxplane_runtime::identity::{Clients, Identity, SYSTEM_NAMESPACE};
 
 /// What `oxplane up` runs with.
 pub struct UpOptions {
@@ -99,17 +103,31 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             summary.store, summary.revision, summary.objects
         ));
         progress(&format!("serving {} CustomResourceDefinitions ({} API resources in all)", summary.crds, summary.resources));
-        let controllers = Runtime::new(kube::Client::new(server.local_service(), "default"), options.watch_grace);
+        // Before any controller runs (the garbage collector included): an API-only replica
+        // beside replicas that run them must refuse what they protect, too. Where `oxplane
+        // controllers` registered its webhook, the hook leaves the decision to it.
+        server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
+        server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
+        // The core acts as Crossplane's ServiceAccount: what it may read and write is what the
+        // API server's RBAC grants `crossplane-system/crossplane` (the chart's roles, the
+        // RBAC manager's, and what users aggregate into the ClusterRole `crossplane`).
+        let clients: std::sync::Arc<dyn Clients> = std::sync::Arc::new(InProcessClients(server.local_services()));
+        let core_identity = Identity::service_account(SYSTEM_NAMESPACE, oxplane_composition::rbac::CORE_SERVICE_ACCOUNT);
+        let core_client = clients.client_as(&core_identity);
+        let identities = Identities { installer: Kube::new(kube::Client::new(server.local_service(), "default")), clients };
+        if options.controllers && !shared {
+            // The chart's identities, and the in-server controllers that aggregate the core's
+            // role, before anything acts as the core: its watches start with the runtime.
+            server.start_controllers();
+            oxplane_composition::rbac::install_chart_roles(&identities.installer).await.context("installing Crossplane's RBAC roles")?;
+            oxplane_composition::core::wait_for_core_role(&Kube::new(core_client.clone())).await?;
+        }
+        let controllers = Runtime::new(core_client, options.watch_grace);
         {
             let metrics = controllers.metrics.clone();
             server.state().extensions.add_metrics(move || metrics.render());
             let watches = controllers.watches.clone();
             server.state().extensions.add_debug_page("watches", move || watches.debug());
-            // Also without controllers here: an API-only replica beside replicas that run them
-            // must refuse what they protect. Where `oxplane controllers` registered its webhook,
-            // the hook leaves the decision to it.
-            server.state().admission.register(std::sync::Arc::new(crate::usage_protection::UsageProtection));
-            server.state().admission.register(std::sync::Arc::new(crate::xrd_validation::XrdValidation));
         }
         let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());
         // Kept for as long as the server runs: the API server calls it to convert built-in
@@ -129,6 +147,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             operations: options.operations.clone(),
             package_cache_dir: Some(package_cache_dir.clone()),
             package_runtime_dir: Some(package_runtime_dir.clone()),
+            identities: Some(identities.clone()),
         };
         if !options.controllers {
             progress("controllers: not run here (API only)");
@@ -194,6 +213,15 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
         core.stop();
         drop(core);
         tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");
+    }
+}
+
+/// Clients on the embedded server's in-process service, acting as a given identity.
+struct InProcessClients(LocalServices);
+
+impl Clients for InProcessClients {
+    fn client_as(&self, identity: &Identity) -> kube::Client {
+        kube::Client::new(self.0.acting_as(UserInfo::new(identity.username.clone(), identity.groups.clone())), "default")
     }
 }
 

@@ -43,8 +43,8 @@ fn pull_secrets_and_image_configs_authenticate_and_rewrite_pulls() {
     let reference = format!("{}/private/platform:v0.1.0", private.host);
     push_as(&reference, &package("platform", "private.example.org"), &credentials);
 
+    // Pull secrets live in crossplane-system, which the core creates as Crossplane's chart does.
     let server = Server::start();
-    server.kubectl(&["create", "namespace", "crossplane-system"]);
 
     // Without credentials: the registry refuses, and the condition says which and why.
     server.apply(&configuration("private", &reference));

@@ -451,6 +451,20 @@ fn observed_object_collections_import_what_a_selector_matches_on_the_target() {
     // Listed again every second (`--poll`, as upstream's flag).
     let (c, target, _) = clusters_with_args(&["--poll=1s"]);
     let control = c.control.clone();
+    // A collection deletes the Objects of objects that stop matching: the provider's own
+    // ClusterRole (as Crossplane's RBAC manager makes it) does not let it delete, so it is
+    // granted, as a Crossplane user grants a provider more, to the provider's ServiceAccounts.
+    let role = Kind::new("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false);
+    let binding = Kind::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false);
+    c.create(&control, &role, json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "provider-kubernetes-collections"},
+        "rules": [{"apiGroups": ["kubernetes.crossplane.io", "kubernetes.m.crossplane.io"], "resources": ["objects"], "verbs": ["delete"]}]
+    }));
+    c.create(&control, &binding, json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "provider-kubernetes-collections"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "provider-kubernetes-collections"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:serviceaccounts:crossplane-system"}]
+    }));
     let target_cm = |name: &str, app: &str| {
         c.create(&target, &config_map_kind(), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "labels": {"app": app}}, "data": {"name": name}}));
     };

@@ -12,6 +12,7 @@ mod conversion_webhooks;
 mod conformance;
 mod crossplane_crds;
 mod crossplane_parity;
+mod crossplane_identities;
 mod controllers_only;
 mod deletion;
 mod diff;

@@ -11,7 +11,8 @@ use support::Server;
 fn kubectl_lists_the_seeded_namespaces() {
     let server = Server::start();
     let out = server.kubectl(&["get", "namespaces", "-o", "name"]);
-    assert_eq!(out, "namespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system\n");
+    // Kubernetes' own, and Crossplane's: the core's and the RBAC manager's ServiceAccounts live there.
+    assert_eq!(out, "namespace/crossplane-system\nnamespace/default\nnamespace/kube-node-lease\nnamespace/kube-public\nnamespace/kube-system\n");
 }
 
 #[test]

@@ -45,6 +45,11 @@ impl ApiError {
         self.code == 422
     }
 
+    /// Whether RBAC refused the request (403 Forbidden).
+    pub fn is_forbidden(&self) -> bool {
+        self.code == 403
+    }
+
     /// An error that did not come from the server.
     pub fn transport(message: impl Into<String>) -> Self {
         ApiError { code: 0, reason: "Transport".into(), message: message.into() }

@@ -13,6 +13,7 @@
 //! - [`managed`]: the managed-resource reconciler (management policies, critical annotations,
 //!   connection secrets, ProviderConfig usage).
 //! - [`provider`]: what a built-in provider supplies to be installed at runtime.
+//! - [`identity`]: acting as Crossplane's ServiceAccounts (the core, the RBAC manager, providers).
 //! - [`metrics`]: Prometheus text for controllers and watches.
 //!
 //! Nothing here knows which API server it talks to: in `oxplane up` the client runs
@@ -24,6 +25,7 @@ pub mod conditions;
 pub mod controller;
 pub mod drift;
 pub mod events;
+pub mod identity;
 pub mod kinds;
 pub mod managed;
 pub mod metrics;

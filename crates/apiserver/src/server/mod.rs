@@ -118,6 +118,8 @@ pub struct Server {
     /// When set, the in-server controllers run only while it holds `true` (see
     /// [`Server::controllers_while`]).
     leading: Option<tokio::sync::watch::Receiver<bool>>,
+    /// The in-server controllers, once started (see [`Server::start_controllers`]).
+    controllers: Option<crate::controllers::Gated>,
     /// Which store it opened, in words.
     store_description: String,
 }
@@ -200,7 +202,7 @@ impl Server {
             StoreBackend::Memory => "memory (nothing is kept after the process ends)".to_string(),
             StoreBackend::Etcd(options) => format!("etcd at {} under {:?}", options.endpoints.join(","), options.prefix),
         };
-        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock, leading: None, store_description })
+        Ok(Server { dir, store, state, listener, local, certs, token, _lock: lock, leading: None, controllers: None, store_description })
     }
 
     /// What the server found when it started: the store, its revision, what it holds and
@@ -236,7 +238,12 @@ impl Server {
 
     /// The in-process service acting as `user`: requests are authorized as that user's.
     pub fn local_service_as(&self, user: UserInfo) -> LocalService {
-        LocalService { router: http::router(self.state.clone()), user: Arc::new(user) }
+        self.local_services().acting_as(user)
+    }
+
+    /// In-process services acting as any user, for as long as the server's state lives.
+    pub fn local_services(&self) -> LocalServices {
+        LocalServices { state: self.state.clone() }
     }
 
     /// Runs the in-server controllers (garbage collector, namespace deletion, CRD cleanup,
@@ -247,15 +254,21 @@ impl Server {
         self.leading = Some(leading);
     }
 
+    /// Starts the in-server controllers now rather than when serving starts (they follow
+    /// [`Server::controllers_while`] if it was called before): what runs before serving, such
+    /// as controllers acting under identities whose roles are aggregated, needs them.
+    pub fn start_controllers(&mut self) {
+        if self.controllers.is_none() {
+            self.controllers = Some(start_gated(&self.state, self.leading.clone()));
+        }
+    }
+
     /// Writes the kubeconfig, reports ready, and serves HTTPS until `shutdown` completes.
     pub async fn serve(self, shutdown: impl std::future::Future<Output = ()>) -> Result<(), ServeError> {
-        let Server { dir, store, state, listener, local, certs, token, _lock, leading, store_description: _ } = self;
+        let Server { dir, store, state, listener, local, certs, token, _lock, leading, controllers, store_description: _ } = self;
         let client_certs = crate::authn::CertificateAuthenticator::new(&certs.ca_pem).map_err(ServeError::Tls)?;
         let tls_config = tls::server_config(&certs, client_certs.tls_verifier())?;
-        let _controllers = match leading {
-            None => crate::controllers::Gated::Always(crate::controllers::start(&state)),
-            Some(leading) => crate::controllers::Gated::spawn(state.clone(), leading),
-        };
+        let _controllers = controllers.unwrap_or_else(|| start_gated(&state, leading));
         kubeconfig::write(&dir, &server_url(local), &certs.ca_pem, &token)?;
         state.ready.store(true, Ordering::SeqCst);
         tracing::info!(url = %server_url(local), kubeconfig = %dir.join(kubeconfig::KUBECONFIG_FILE).display(), "oxplane is ready");
@@ -323,6 +336,27 @@ impl Server {
         drop(state);
         drop(store);
         Ok(())
+    }
+}
+
+/// The in-server controllers, always or while `leading` holds `true`.
+fn start_gated(state: &Arc<AppState>, leading: Option<tokio::sync::watch::Receiver<bool>>) -> crate::controllers::Gated {
+    match leading {
+        None => crate::controllers::Gated::Always(crate::controllers::start(state)),
+        Some(leading) => crate::controllers::Gated::spawn(state.clone(), leading),
+    }
+}
+
+/// Makes in-process services acting as a given user (see [`Server::local_services`]).
+#[derive(Clone)]
+pub struct LocalServices {
+    state: Arc<AppState>,
+}
+
+impl LocalServices {
+    /// The in-process service acting as `user`: requests are authorized as that user's.
+    pub fn acting_as(&self, user: UserInfo) -> LocalService {
+        LocalService { router: http::router(self.state.clone()), user: Arc::new(user) }
     }
 }
 

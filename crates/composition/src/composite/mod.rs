@@ -7,11 +7,13 @@
 //! - `compose.rs`: composed resources' metadata, namespaces, garbage collection.
 //! - `names.rs`: deterministic composed resource names.
 //! - `dependencies.rs`: realtime watches of composed and required kinds, counted.
+//! - `observe.rs`: the observed state functions are told (composite and composed resources).
 //! - `reconciler.rs`: the XR reconcile loop.
 
 pub mod compose;
 pub mod dependencies;
 pub mod names;
+pub mod observe;
 pub mod pipeline;
 pub mod plan;
 pub mod reconciler;

@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use oxplane_functions::protocol::{ConditionStatus, Ready, Resource, Severity, State, Target};
+use oxplane_functions::protocol::{ConditionStatus, Ready, Severity, State, Target};
 use oxplane_runtime::Runtime;
 use oxplane_runtime::circuit;
 use oxplane_runtime::conditions::{self, Condition};
@@ -20,8 +20,9 @@ use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::compose::{self, ANNOTATION_RESOURCE_NAME, LABEL_COMPOSITE, MANAGER_COMPOSITE};
+use super::compose::{self, LABEL_COMPOSITE, MANAGER_COMPOSITE};
 use super::dependencies::Dependencies;
+pub use super::observe::{ObserveError, observe};
 use super::pipeline::{self, Step};
 use super::select;
 use super::shape::XrType;
@@ -126,11 +127,18 @@ fn machinery_mut<'a>(xr_type: &XrType, xr: &'a mut Value) -> Option<&'a mut serd
 struct Failure {
     reason: &'static str,
     message: String,
+    /// The composed kind (and namespace) a request was refused for by RBAC, if that was it.
+    refused: Option<(Kind, Option<String>)>,
 }
 
 impl Failure {
     fn new(reason: &'static str, message: impl Into<String>) -> Self {
-        Failure { reason, message: message.into() }
+        Failure { reason, message: message.into(), refused: None }
+    }
+
+    fn refused(mut self, refused: Option<(Kind, Option<String>)>) -> Self {
+        self.refused = refused;
+        self
     }
 }
 
@@ -189,6 +197,9 @@ impl XrReconciler {
             Ok(action) => Ok(action),
             Err(failure) => {
                 self.recorder.warning(xr, failure.reason, &failure.message);
+                if let Some((kind, namespace)) = &failure.refused {
+                    self.report_access(xr, kind, namespace.as_deref()).await;
+                }
                 conditions::set(xr, Condition::reconcile_error(&failure.message));
                 Ok(Action::Requeue)
             }
@@ -339,7 +350,8 @@ impl XrReconciler {
         }
 
         let steps = steps_of(&revision).map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
-        let (observed, observed_objects) = self.observe(xr).await.map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")))?;
+        let (observed, observed_objects) =
+            self.observe(xr).await.map_err(|e| Failure::new("ComposeResources", format!("cannot compose resources: {e}")).refused(e.refused))?;
         let env = pipeline::Live { runtime, functions: &self.functions, of: pipeline::PipelineOf::Composition };
         let outcome = pipeline::run(&env, &steps, observed, json!({}))
             .await
@@ -445,10 +457,12 @@ impl XrReconciler {
                     return Err(Failure::new("ComposeResources", format!("cannot compose resources: cannot apply composed resource {:?}: {message}", one.resource_name)));
                 }
                 Err(error) => {
+                    let refused = error.is_forbidden().then(|| (one.kind.clone(), object::namespace(&one.object).map(str::to_string)));
                     return Err(Failure::new(
                         "ComposeResources",
                         format!("cannot compose resources: cannot apply composed resource {:?}: {error}", one.resource_name),
-                    ));
+                    )
+                    .refused(refused));
                 }
             }
             if *ready != Ready::True {
@@ -570,7 +584,7 @@ impl XrReconciler {
 
     /// The observed state, composed resources read from the dependency watches' caches where
     /// they are synced.
-    async fn observe(&self, xr: &Value) -> Result<(State, BTreeMap<String, Value>), String> {
+    async fn observe(&self, xr: &Value) -> Result<(State, BTreeMap<String, Value>), ObserveError> {
         let cached = |gvk: &Gvk, key: &ObjectKey| {
             self.dependencies
                 .informer(gvk)
@@ -633,6 +647,17 @@ impl XrReconciler {
         Some((object::resource_version(&live)?.to_string(), drift::attribute(&live, &paths, manager)))
     }
 
+    /// After RBAC refused a request about a composed kind: whether Crossplane may use that
+    /// kind at all, asked of the API server's RBAC for the identity the core acts as; if not,
+    /// a Warning `RoleBasedAccessControl` naming what it may not do, as Crossplane's.
+    async fn report_access(&self, xr: &Value, kind: &Kind, namespace: Option<&str>) {
+        match self.runtime.kube.access_denied(kind, namespace, &oxplane_runtime::identity::COMPOSE_VERBS).await {
+            Ok(Some(message)) => self.recorder.warning(xr, "RoleBasedAccessControl", message),
+            Ok(None) => {}
+            Err(error) => tracing::debug!(%error, kind = %kind.gvk, "cannot review Crossplane's access to a composed kind"),
+        }
+    }
+
     /// Writes the composite's status if it differs from `before`; the saved object, if written.
     async fn write_status(&self, xr: &Value, before: &Value) -> Result<Option<Value>, ReconcileError> {
         let status = conditions::status_of(xr);
@@ -657,76 +682,6 @@ impl XrReconciler {
 }
 
 
-
-/// The observed state of `xr`: the composite, and each composed resource its references name
-/// that it controls (from `cached` when it has it, else read), with their connection details;
-/// also the composed objects by composition resource name.
-pub async fn observe(
-runtime: &Runtime,
-xr_type: &XrType,
-xr: &Value,
-cached: &(dyn Fn(&Gvk, &ObjectKey) -> Option<Value> + Sync),
-) -> Result<(State, BTreeMap<String, Value>), String> {
-    let mut resources = BTreeMap::new();
-    let mut objects = BTreeMap::new();
-    let uid = object::uid(xr).unwrap_or_default();
-    for reference in xr_type.field(xr, "resourceRefs").and_then(Value::as_array).into_iter().flatten() {
-        let (Some(api_version), Some(kind), Some(name)) = (
-            reference.get("apiVersion").and_then(Value::as_str),
-            reference.get("kind").and_then(Value::as_str),
-            reference.get("name").and_then(Value::as_str).filter(|n| !n.is_empty()),
-        ) else {
-            continue;
-        };
-        let gvk = Gvk::from_api_version(api_version, kind);
-        let namespace = if xr_type.kind.namespaced {
-            object::namespace(xr).map(str::to_string)
-        } else {
-            reference.get("namespace").and_then(Value::as_str).map(str::to_string)
-        };
-        let kind = match runtime.watches.kinds().resolve(&gvk).await {
-            Ok(kind) => kind,
-            Err(error @ KindError::NotServed { .. }) => return Err(format!("cannot observe composed resource {name:?}: {error}")),
-            Err(error) => return Err(error.to_string()),
-        };
-        let key = ObjectKey::new(namespace.as_deref().filter(|_| kind.namespaced), name);
-        let composed = match cached(&gvk, &key) {
-            Some(object) => object,
-            // Read while its cache syncs: observed as the cache would hold it.
-            None => match runtime.kube.get(&kind, key.namespace.as_deref(), name).await {
-                Ok(Some(mut object)) => {
-                    object::strip_managed_fields(&mut object);
-                    object
-                }
-                Ok(None) => continue,
-                Err(error) => return Err(format!("cannot get composed resource {name:?}: {error}")),
-            },
-        };
-        if object::controller_uid(&composed) != Some(uid) {
-            continue;
-        }
-        let Some(resource_name) = object::annotation(&composed, ANNOTATION_RESOURCE_NAME).map(str::to_string) else {
-            return Err(format!("encountered composed resource without required {ANNOTATION_RESOURCE_NAME:?} annotation"));
-        };
-        let details = match oxplane_runtime::managed::connection::secret_ref(&composed) {
-            Some(Ok((namespace, secret))) => {
-                oxplane_runtime::managed::connection::read_secret(&runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
-            }
-            _ => Default::default(),
-        };
-        resources.insert(resource_name.clone(), Resource { resource: composed.clone(), connection_details: details, ready: Ready::Unspecified });
-        objects.insert(resource_name, composed);
-    }
-    // A legacy composite's own connection details are what its Secret holds.
-    let composite_details = match xr_type.legacy.then(|| oxplane_runtime::managed::connection::secret_ref(xr)).flatten() {
-        Some(Ok((namespace, secret))) => {
-            oxplane_runtime::managed::connection::read_secret(&runtime.kube, &namespace, &secret).await.ok().flatten().unwrap_or_default()
-        }
-        _ => Default::default(),
-    };
-    let state = State { composite: Some(Resource { resource: xr.clone(), connection_details: composite_details, ..Default::default() }), resources };
-    Ok((state, objects))
-}
 
 /// The steps of a revision: its pipeline. Crossplane v2 has no other mode; a revision in the
 /// legacy `mode: Resources` (stored before the Composition CRD refused it) is an error naming

@@ -13,6 +13,8 @@ use oxplane_runtime::object;
 use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle, package_name};
 use serde_json::{Map, Value, json};
 
+use oxplane_runtime::identity::SYSTEM_NAMESPACE;
+
 use super::reconciler::{Installer, revision_name};
 use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
 
@@ -24,6 +26,8 @@ pub struct ProviderInstaller {
     runtime: Runtime,
     catalog: BTreeMap<&'static str, Arc<dyn BuiltinProvider>>,
     running: Mutex<HashMap<String, (Started, ProviderHandle)>>,
+    /// Where providers act as their revisions' ServiceAccounts; none: as the runtime's client.
+    identities: Option<crate::core::Identities>,
 }
 
 /// What a running provider was started with: its package reference and runtime arguments.
@@ -59,7 +63,32 @@ pub fn runtime_args(config: &Value) -> Vec<String> {
 impl ProviderInstaller {
     /// An installer of the given providers.
     pub fn new(runtime: Runtime, providers: Vec<Arc<dyn BuiltinProvider>>) -> Self {
-        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()) }
+        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()), identities: None }
+    }
+
+    /// Providers run as their revisions' ServiceAccounts (`crossplane-system/<revision>`).
+    pub fn with_identities(mut self, identities: Option<crate::core::Identities>) -> Self {
+        self.identities = identities;
+        self
+    }
+
+    /// The runtime a provider revision's controllers run on: acting as its ServiceAccount once
+    /// the RBAC manager let it (and the core) use the kinds it installs; `Err(what)` while
+    /// waiting for that.
+    async fn runtime_for(&self, revision: &str, crds: &[Value]) -> Result<Runtime, String> {
+        let Some(identities) = &self.identities else { return Ok(self.runtime.clone()) };
+        let account = crate::rbac::provider::service_account_name(revision);
+        let runtime = identities.runtime_as(&self.runtime, &account);
+        for crd in crds.iter().filter(|crd| is_managed(crd)) {
+            let Some(kind) = Kind::of_crd(crd) else { continue };
+            for (who, kube) in [(format!("ServiceAccount {SYSTEM_NAMESPACE}/{account}"), &runtime.kube), ("Crossplane".to_string(), &self.runtime.kube)] {
+                let allowed = kube.can_i("create", &kind.gvk.group, &kind.plural, None).await.map_err(|e| format!("cannot review access to {}: {e}", kind.plural))?;
+                if !allowed {
+                    return Err(format!("waiting for the RBAC manager to let {who} use {}.{}", kind.plural, kind.gvk.group));
+                }
+            }
+        }
+        Ok(runtime)
     }
 
     /// Names of providers whose controllers run now (by package object name).
@@ -165,13 +194,21 @@ impl Installer for ProviderInstaller {
             Err(error) => return Err(format!("cannot get DeploymentRuntimeConfig {config_name}: {error}")),
         };
         let started: Started = (reference.to_string(), args);
+        if self.lock().get(name).is_some_and(|(running, _)| *running == started) {
+            return Ok(None);
+        }
+        let crds = self.installed_crds(name).await?;
+        let runtime = match self.runtime_for(&revision_name(name, reference), &crds).await {
+            Ok(runtime) => runtime,
+            Err(waiting) => return Ok(Some(waiting)),
+        };
         let mut running = self.lock();
         // Started again when the reference or its runtime arguments change.
         if running.get(name).is_none_or(|(running, _)| *running != started) {
             if let Some((_, old)) = running.remove(name) {
                 old.stop();
             }
-            let handle = provider.start_with_args(&self.runtime, reference, &started.1);
+            let handle = provider.start_with_args(&runtime, reference, &started.1);
             tracing::info!(provider = name, package = reference, args = ?started.1, controllers = ?handle.controller_names(), "provider started");
             running.insert(name.to_string(), (started, handle));
         }

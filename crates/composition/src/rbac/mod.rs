@@ -4,10 +4,19 @@
 //! aggregated roles `crossplane`, `crossplane-admin`, `crossplane-edit`, `crossplane-view` and
 //! `crossplane-browse` (installed at start, as Crossplane's chart installs them) gather them.
 //! The per-XRD roles are controlled by their XRD, so the garbage collector removes them with it.
+//! `provider.rs`: the same for every ProviderRevision (its ServiceAccount, roles and binding).
+//!
+//! At start the chart's identities are installed too: the ServiceAccount `crossplane` (what
+//! the core runs as) bound to the aggregated ClusterRole `crossplane`, and the ServiceAccount
+//! `rbac-manager` (what these controllers run as) bound to `crossplane-rbac-manager`.
+
+pub mod provider;
 
 use std::sync::Arc;
 
 use oxplane_runtime::Runtime;
+use oxplane_runtime::client::Kube;
+pub use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::kinds::Kind;
@@ -19,7 +28,7 @@ use crate::xrd::controller::xrd_kind;
 /// The field manager the roles are applied with.
 pub const FIELD_MANAGER: &str = "rbac.crossplane.io/definition";
 /// The label prefix of Crossplane's aggregation labels.
-const AGGREGATE_TO: &str = "rbac.crossplane.io/aggregate-to-";
+pub(crate) const AGGREGATE_TO: &str = "rbac.crossplane.io/aggregate-to-";
 
 const EDIT: &[&str] = &["*"];
 const VIEW: &[&str] = &["get", "list", "watch"];
@@ -29,9 +38,24 @@ pub fn cluster_role_kind() -> Kind {
     Kind::new("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false)
 }
 
-fn cluster_role_binding_kind() -> Kind {
+/// `ClusterRoleBinding` (rbac.authorization.k8s.io/v1).
+pub fn cluster_role_binding_kind() -> Kind {
     Kind::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false)
 }
+
+/// `ServiceAccount` (v1).
+pub fn service_account_kind() -> Kind {
+    Kind::new("", "v1", "ServiceAccount", "serviceaccounts", true)
+}
+
+fn namespace_kind() -> Kind {
+    Kind::new("", "v1", "Namespace", "namespaces", false)
+}
+
+/// The ServiceAccount Crossplane's core runs as (in [`SYSTEM_NAMESPACE`]).
+pub const CORE_SERVICE_ACCOUNT: &str = "crossplane";
+/// The ServiceAccount the RBAC manager runs as (in [`SYSTEM_NAMESPACE`]).
+pub const RBAC_MANAGER_SERVICE_ACCOUNT: &str = "rbac-manager";
 
 fn rule(group: &str, resources: &[String], verbs: &[&str]) -> Value {
     json!({"apiGroups": [group], "resources": resources, "verbs": verbs})
@@ -156,23 +180,56 @@ pub fn chart_objects() -> Vec<(Kind, Value)> {
         ),
     ]);
     let mut all: Vec<(Kind, Value)> = objects.into_iter().map(|o| (cluster_role_kind(), o)).collect();
-    all.push((
-        cluster_role_binding_kind(),
+    let binding = |name: &str, role: &str, subject: Value| {
         json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": {"name": "crossplane-admin"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "crossplane-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "crossplane:masters"}],
-        }),
-    ));
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+            "subjects": [subject],
+        })
+    };
+    let service_account = |name: &str| json!({"kind": "ServiceAccount", "name": name, "namespace": SYSTEM_NAMESPACE});
+    all.push((cluster_role_binding_kind(), binding("crossplane-admin", "crossplane-admin", json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "crossplane:masters"}))));
+    // The identities the core and the RBAC manager run as.
+    all.push((namespace_kind(), json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE}})));
+    for name in [CORE_SERVICE_ACCOUNT, RBAC_MANAGER_SERVICE_ACCOUNT] {
+        all.push((service_account_kind(), json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE}})));
+    }
+    all.push((cluster_role_binding_kind(), binding("crossplane", "crossplane", service_account(CORE_SERVICE_ACCOUNT))));
+    all.push((cluster_role_kind(), rbac_manager_role()));
+    all.push((cluster_role_binding_kind(), binding("crossplane-rbac-manager", "crossplane-rbac-manager", service_account(RBAC_MANAGER_SERVICE_ACCOUNT))));
     all
 }
 
-/// Applies [`chart_objects`].
-pub async fn install_chart_roles(runtime: &Runtime) -> Result<(), oxplane_runtime::client::ApiError> {
+/// What the RBAC manager may do: read the definitions and revisions it renders roles for,
+/// manage roles and bindings (with `escalate` and `bind`, as it grants what it does not hold
+/// itself), the providers' ServiceAccounts, and its events.
+fn rbac_manager_role() -> Value {
+    let read = ["get", "list", "watch"];
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": "crossplane-rbac-manager"},
+        "rules": [
+            {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "update", "patch", "delete"]},
+            {"apiGroups": [""], "resources": ["namespaces"], "verbs": read},
+            {"apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": read},
+            {"apiGroups": ["apiextensions.crossplane.io"], "resources": ["compositeresourcedefinitions"], "verbs": read},
+            {"apiGroups": ["pkg.crossplane.io"], "resources": ["providerrevisions"], "verbs": read},
+            {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": read},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles", "roles"], "verbs": ["get", "list", "watch", "create", "update", "patch", "delete", "escalate", "bind"]},
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterrolebindings", "rolebindings"], "verbs": ["*"]},
+            {"apiGroups": ["", "coordination.k8s.io"], "resources": ["configmaps", "leases"], "verbs": ["get", "list", "create", "update", "patch", "watch", "delete"]},
+        ],
+    })
+}
+
+/// Applies [`chart_objects`] (as whoever installs Crossplane: the admin in `oxplane up`).
+pub async fn install_chart_roles(kube: &Kube) -> Result<(), oxplane_runtime::client::ApiError> {
     for (kind, object) in chart_objects() {
-        runtime.kube.apply(&kind, &object, FIELD_MANAGER, true).await?;
+        kube.apply(&kind, &object, FIELD_MANAGER, true).await?;
     }
     Ok(())
 }
