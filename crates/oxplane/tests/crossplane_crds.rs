@@ -249,6 +249,32 @@ fn refused() -> Vec<(&'static str, String, Vec<String>)> {
             object("ops.crossplane.io/v1alpha1", "CronOperation", "nightly", &format!("spec:\n  schedule: '0 0 * * *'\n  concurrencyPolicy: Queue\n{}", template())),
             invalid("CronOperation", "nightly", r#"spec.concurrencyPolicy: Unsupported value: "Queue": supported values: "Allow", "Forbid", "Replace""#),
         ),
+        ("ImageConfig: no matchImages", object("pkg.crossplane.io/v1beta1", "ImageConfig", "mirror", "spec:\n  rewriteImage: {prefix: mirror.example.org/}\n"), invalid("ImageConfig", "mirror", "spec.matchImages: Required value")),
+        (
+            "ImageConfig: an empty matchImages",
+            object("pkg.crossplane.io/v1beta1", "ImageConfig", "mirror", "spec:\n  matchImages: []\n"),
+            invalid("ImageConfig", "mirror", r#"spec.matchImages: Invalid value: "array": matchImages should have at least one element."#),
+        ),
+        (
+            "ImageConfig: a match type other than Prefix",
+            object("pkg.crossplane.io/v1beta1", "ImageConfig", "mirror", "spec:\n  matchImages:\n  - {type: Regex, prefix: xpkg.example.org/}\n"),
+            invalid("ImageConfig", "mirror", r#"spec.matchImages[0].type: Unsupported value: "Regex": supported values: "Prefix""#),
+        ),
+        (
+            "ImageConfig: a rewrite without a prefix",
+            object("pkg.crossplane.io/v1beta1", "ImageConfig", "mirror", "spec:\n  matchImages:\n  - prefix: xpkg.example.org/\n  rewriteImage: {}\n"),
+            invalid("ImageConfig", "mirror", "spec.rewriteImage.prefix: Required value"),
+        ),
+        (
+            "Lock: a package without its source",
+            object("pkg.crossplane.io/v1beta1", "Lock", "other", "packages:\n- {name: platform-1, version: v1.0.0, dependencies: []}\n"),
+            invalid("Lock", "other", "packages[0].source: Required value"),
+        ),
+        (
+            "Lock: a dependency without constraints",
+            object("pkg.crossplane.io/v1beta1", "Lock", "other", "packages:\n- {name: platform-1, source: xpkg.example.org/platform, version: v1.0.0, dependencies: [{package: xpkg.example.org/nop}]}\n"),
+            invalid("Lock", "other", "packages[0].dependencies[0].constraints: Required value"),
+        ),
         (
             "WatchOperation: a watch without a kind",
             object("ops.crossplane.io/v1alpha1", "WatchOperation", "on-change", &format!("spec:\n  watch: {{apiVersion: v1}}\n{}", template())),
@@ -284,6 +310,11 @@ fn valid() -> Vec<(&'static str, String)> {
                 "debug",
                 "spec:\n  deploymentTemplate:\n    metadata: {labels: {team: platform}}\n    spec:\n      replicas: 1\n      selector: {}\n      strategy: {type: RollingUpdate, rollingUpdate: {maxSurge: 25%, maxUnavailable: 0}}\n      template:\n        metadata: {annotations: {example.org/debug: 'on'}}\n        spec:\n          containers:\n          - name: package-runtime\n            args: [--debug, --poll=1m]\n            resources: {limits: {memory: 512Mi}}\n  serviceTemplate:\n    metadata: {name: runtime}\n  serviceAccountTemplate:\n    metadata: {name: runtime, annotations: {example.org/role: runtime}}\n",
             ),
+        ),
+        ("imageconfigs", object("pkg.crossplane.io/v1beta1", "ImageConfig", "mirror", "spec:\n  matchImages:\n  - {type: Prefix, prefix: xpkg.example.org/}\n  rewriteImage: {prefix: mirror.example.org/}\n")),
+        (
+            "locks",
+            object("pkg.crossplane.io/v1beta1", "Lock", "other", "packages:\n- {name: platform-1, source: xpkg.example.org/platform, version: v1.0.0, dependencies: [{package: xpkg.example.org/nop, constraints: '>=v0.1.0'}]}\n"),
         ),
         ("ops", operation(STEP)),
         ("cronops", object("ops.crossplane.io/v1alpha1", "CronOperation", "nightly", &format!("spec:\n  schedule: '0 0 1 1 *'\n{}", template()))),
