@@ -323,16 +323,22 @@ spec:
     server.restart();
     within(T, "a reconcile after the restart", || sdk_results(&server, "owls") > results);
     assert!(server.get(&["xpetset", "owls"]).is_some_and(|x| is_true(&x, "Ready") && is_true(&x, "Synced")));
-    assert_eq!(
-        calls(&calls_file),
-        settled,
-        "the function was called although its response was cached; calls by request tag:\n{}\nXR and composed resourceVersions before the restart {before:?}, after {:?}",
-        std::fs::read_to_string(&calls_file).unwrap_or_default(),
+    // On a loaded machine the XR can still observe changes after the restart (a provider's late
+    // first reconcile), and a changed request is rightly a new call. What the cache promises is
+    // that no request already answered is sent to the function again.
+    let tags = std::fs::read_to_string(&calls_file).unwrap_or_default();
+    let lines: Vec<&str> = tags.lines().collect();
+    let (answered, after) = lines.split_at(settled.min(lines.len()));
+    let repeated: Vec<&str> = after.iter().copied().filter(|tag| answered.contains(tag)).collect();
+    assert!(
+        repeated.is_empty(),
+        "the function was called again with requests whose responses were cached: {repeated:?}; calls by request tag:\n{tags}\nXR and composed resourceVersions before the restart {before:?}, after {:?}",
         versions(&server)
     );
 
     // With the cache emptied, the same reconcile after a restart calls the function again.
+    let made = calls(&calls_file);
     std::fs::remove_dir_all(&entries).unwrap();
     server.restart();
-    within(T, "the function called after the cache was emptied", || calls(&calls_file) > settled);
+    within(T, "the function called after the cache was emptied", || calls(&calls_file) > made);
 }
