@@ -234,6 +234,21 @@ pub async fn install_chart_roles(kube: &Kube) -> Result<(), oxplane_runtime::cli
     Ok(())
 }
 
+/// Applies `wanted` (server-side, forced) and says whether that changed what was stored: its
+/// resourceVersion moved, or it was created. `on_apply_error` words a refused apply; a failed
+/// read before it is returned as it is.
+pub(crate) async fn apply_changed(
+    kube: &Kube,
+    kind: &Kind,
+    wanted: &Value,
+    field_manager: &str,
+    on_apply_error: impl FnOnce(oxplane_runtime::client::ApiError) -> ReconcileError,
+) -> Result<bool, ReconcileError> {
+    let before = kube.get(kind, object::namespace(wanted), object::name(wanted).unwrap_or_default()).await?;
+    let applied = kube.apply(kind, wanted, field_manager, true).await.map_err(on_apply_error)?;
+    Ok(before.as_ref().and_then(object::resource_version) != object::resource_version(&applied))
+}
+
 /// Applies each XRD's ClusterRoles.
 pub struct DefinitionRoles {
     runtime: Runtime,
@@ -251,13 +266,13 @@ impl Reconciler for DefinitionRoles {
         let mut changed = Vec::new();
         for role in xrd_roles(&xrd) {
             let name = object::name(&role).unwrap_or_default().to_string();
-            let before = self.runtime.kube.get(&cluster_role_kind(), None, &name).await?;
-            let applied = self.runtime.kube.apply(&cluster_role_kind(), &role, FIELD_MANAGER, true).await.map_err(|e| {
+            let applied = apply_changed(&self.runtime.kube, &cluster_role_kind(), &role, FIELD_MANAGER, |e| {
                 let message = format!("cannot apply ClusterRole {name}: {e}");
                 self.recorder.warning(&xrd, "ApplyClusterRoles", &message);
                 ReconcileError::new(message)
-            })?;
-            if before.as_ref().and_then(object::resource_version) != object::resource_version(&applied) {
+            })
+            .await?;
+            if applied {
                 changed.push(name);
             }
         }

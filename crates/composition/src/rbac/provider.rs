@@ -16,7 +16,7 @@ use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
 
-use super::{AGGREGATE_TO, FIELD_MANAGER, SYSTEM_NAMESPACE, cluster_role_binding_kind, cluster_role_kind, service_account_kind};
+use super::{AGGREGATE_TO, FIELD_MANAGER, apply_changed, SYSTEM_NAMESPACE, cluster_role_binding_kind, cluster_role_kind, service_account_kind};
 use crate::packages::provider_revision_kind;
 
 /// The ServiceAccount a provider revision runs as.
@@ -112,9 +112,7 @@ impl Reconciler for ProviderRoles {
         let mut bound = Vec::new();
         for (kind, wanted) in revision_objects(&revision) {
             let name = object::name(&wanted).unwrap_or_default().to_string();
-            let namespace = object::namespace(&wanted).map(str::to_string);
-            let before = self.runtime.kube.get(&kind, namespace.as_deref(), &name).await?;
-            let applied = self.runtime.kube.apply(&kind, &wanted, FIELD_MANAGER, true).await.map_err(|e| {
+            let changed = apply_changed(&self.runtime.kube, &kind, &wanted, FIELD_MANAGER, |e| {
                 let (reason, message) = match kind.gvk.kind.as_str() {
                     "ClusterRoleBinding" => ("BindClusterRole", format!("cannot apply ClusterRoleBinding {name}: {e}")),
                     "ServiceAccount" => ("ApplyClusterRoles", format!("cannot apply ServiceAccount {SYSTEM_NAMESPACE}/{name}: {e}")),
@@ -122,8 +120,9 @@ impl Reconciler for ProviderRoles {
                 };
                 self.recorder.warning(&revision, reason, &message);
                 ReconcileError::new(message)
-            })?;
-            if before.as_ref().and_then(object::resource_version) == object::resource_version(&applied) {
+            })
+            .await?;
+            if !changed {
                 continue;
             }
             match kind.gvk.kind.as_str() {
