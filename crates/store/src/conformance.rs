@@ -315,35 +315,39 @@ pub async fn compaction_frees_history(store: Arc<dyn Store>) {
     let a2 = update(&*store, "/k/a", "2", a.mod_revision).await;
     let b = create(&*store, "/k/b", "b").await;
     delete(&*store, "/k/b", b.mod_revision).await;
+    let c = create(&*store, "/k/c", "c").await;
     let a3 = update(&*store, "/k/a", "3", a2.mod_revision).await;
-    create(&*store, "/k/c", "c").await;
-    // revisions: 1 a, 2 a, 3 b, 4 b deleted, 5 a, 6 c
-    store.compact(4).await.unwrap();
-    assert_eq!(store.compacted_revision().await.unwrap(), 4);
+    // revisions: 1 a, 2 a, 3 b, 4 b deleted, 5 c, 6 a
+    store.compact(5).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), 5);
     assert_eq!(store.current_revision().await.unwrap(), 6);
-    match store.watch("/k/", 3).await {
-        Err(StoreError::Compacted { compacted: 4, .. }) => {}
+    match store.watch("/k/", 4).await {
+        Err(StoreError::Compacted { compacted: 5, .. }) => {}
         other => panic!("watch before the compacted revision: {other:?}"),
     }
-    match store.range(RangeRequest { prefix: "/k/".into(), revision: Some(3), ..Default::default() }).await {
-        Err(StoreError::Compacted { requested: 3, compacted: 4 }) => {}
+    match store.range(RangeRequest { prefix: "/k/".into(), revision: Some(4), ..Default::default() }).await {
+        Err(StoreError::Compacted { requested: 4, compacted: 5 }) => {}
         other => panic!("range before the compacted revision: {other:?}"),
     }
     // The state at the compacted revision is still readable.
-    assert_eq!(keys(&*store, "/k/", Some(4)).await, [("/k/a".to_string(), "2".to_string())]);
+    assert_eq!(
+        keys(&*store, "/k/", Some(5)).await,
+        [("/k/a".to_string(), "2".to_string()), ("/k/c".to_string(), "c".to_string())]
+    );
     assert_eq!(keys(&*store, "/k/", None).await.len(), 2);
     // A watch from the compacted revision replays what came after, with previous values.
-    let mut watcher = store.watch("/k/", 4).await.unwrap();
-    let events = collect(&mut watcher, 2).await;
+    let mut watcher = store.watch("/k/", 5).await.unwrap();
+    let events = collect(&mut watcher, 1).await;
     assert_eq!(events[0], Event::Put { kv: a3.clone(), prev: Some(a2) });
-    assert_eq!(events[1].key(), "/k/c");
     // Compacting again to an older revision is a no-op; to a future one is an error.
     store.compact(2).await.unwrap();
-    assert_eq!(store.compacted_revision().await.unwrap(), 4);
+    assert_eq!(store.compacted_revision().await.unwrap(), 5);
     assert!(matches!(store.compact(7).await, Err(StoreError::FutureRevision { .. })));
     store.compact(6).await.unwrap();
+    assert_eq!(store.compacted_revision().await.unwrap(), 6);
     assert_eq!(keys(&*store, "/k/", None).await.len(), 2);
     assert_eq!(store.get("/k/a").await.unwrap().kv, Some(a3));
+    assert_eq!(store.get("/k/c").await.unwrap().kv, Some(c));
     // New writes continue the sequence.
     assert_eq!(create(&*store, "/k/d", "d").await.mod_revision, 7);
 }

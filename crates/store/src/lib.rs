@@ -52,8 +52,10 @@ pub trait Store: Send + Sync + 'static {
     async fn watch(&self, prefix: &str, after: Revision) -> StoreResult<Watcher>;
 
     /// Frees every version superseded at or before `revision`; reads and watches older than
-    /// `revision` then fail with [`StoreError::Compacted`]. Compacting to an already compacted
-    /// revision does nothing.
+    /// the new compacted revision then fail with [`StoreError::Compacted`]. A backend may stop
+    /// short of `revision` to keep an event a watch still needs (etcd never compacts onto a
+    /// delete); [`Store::compacted_revision`] says where it got to. Compacting to an already
+    /// compacted revision does nothing.
     async fn compact(&self, revision: Revision) -> StoreResult<()>;
 
     /// The revision of the newest committed write (0 for an empty store).

@@ -23,6 +23,7 @@
 
 mod marker;
 pub mod testing;
+mod tombstones;
 mod watch;
 
 use std::sync::Arc;
@@ -379,8 +380,14 @@ impl Inner {
         if revision <= compacted {
             return Ok(());
         }
+        let lowest = self.etcd_rev(compacted) + 1;
+        let found = tombstones::newest_without_delete(&self.client, lowest, self.etcd_rev(revision), &self.endpoints).await?;
+        let Some(target) = found else {
+            tracing::debug!(revision, "every revision near the one asked for holds a delete; compacting later");
+            return Ok(());
+        };
         let options = etcd_client::CompactionOptions::new().with_physical();
-        match self.client.clone().compact(self.etcd_rev(revision), Some(options)).await {
+        match self.client.clone().compact(target, Some(options)).await {
             Ok(_) => Ok(()),
             // Another process compacted further meanwhile.
             Err(e) if is_compacted(&e) => Ok(()),
