@@ -1,5 +1,6 @@
 //! The CustomResourceDefinitions of Crossplane's own API kinds (XRDs, Compositions and their
-//! revisions, EnvironmentConfigs, Usages, packages), which the control plane applies at start
+//! revisions, EnvironmentConfigs, Usages, packages, ManagedResourceDefinitions and their
+//! activation policies), which the control plane applies at start
 //! so that users can apply their existing Crossplane YAML unchanged.
 //!
 //! The CRDs live as YAML files under `crds/<group>/<plural>.yaml`, the form users and tools
@@ -21,8 +22,9 @@ macro_rules! crd_files {
 }
 
 /// Every core CRD, in the order they are applied: definitions and compositions first, then
-/// usages, then packages, so a reader of the list meets the kinds in the spec's order.
-const FILES: [CrdFile; 16] = crd_files![
+/// usages, then packages, then managed resource definitions and their activation policies,
+/// so a reader of the list meets the kinds in the spec's order.
+const FILES: [CrdFile; 18] = crd_files![
     "apiextensions.crossplane.io/compositeresourcedefinitions.yaml",
     "apiextensions.crossplane.io/compositions.yaml",
     "apiextensions.crossplane.io/compositionrevisions.yaml",
@@ -39,6 +41,8 @@ const FILES: [CrdFile; 16] = crd_files![
     "pkg.crossplane.io/deploymentruntimeconfigs.yaml",
     "pkg.crossplane.io/locks.yaml",
     "pkg.crossplane.io/imageconfigs.yaml",
+    "apiextensions.crossplane.io/managedresourcedefinitions.yaml",
+    "apiextensions.crossplane.io/managedresourceactivationpolicies.yaml",
 ];
 
 /// The CRDs of Crossplane's Operations (alpha), served only with `--enable-operations`.

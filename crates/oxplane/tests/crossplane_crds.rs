@@ -15,9 +15,12 @@
 //! `apiextensions.crossplane.io_compositions.yaml` at v2.3.4 (`mode` only `Pipeline`), the XRD's
 //! `defaultCompositionRevisionSelector` (a `metav1.LabelSelector`), and the
 //! DeploymentRuntimeConfig types (`ObjectMeta` of name, labels and annotations, an apps/v1
-//! `DeploymentSpec` with `selector` and `template` required); for
+//! `DeploymentSpec` with `selector` and `template` required),
+//! `apiextensions.crossplane.io_managedresourcedefinitions.yaml` and `mrd_policy_types.go`
+//! (`group`, `names` and `scope` immutable, `activate` with at least one entry); for
 //! the v2-only rules (XRD scopes, claims refused in v2, lowercase names) and the columns of
-//! revisions, Crossplane's v2 API types as the specification of this project records them.
+//! revisions and the MRD's one-way `state`, Crossplane's v2 API types as the specification of
+//! this project records them.
 
 use crate::support::{Server, within};
 
@@ -83,6 +86,18 @@ fn drc(spec: &str) -> String {
 
 fn operation(spec: &str) -> String {
     object("ops.crossplane.io/v1alpha1", "Operation", "tidy", &format!("spec:\n{spec}"))
+}
+
+/// A ManagedResourceDefinition of `things.example.org` in `state`, with more spec lines.
+fn mrd(state: &str, rest: &str) -> String {
+    object(
+        "apiextensions.crossplane.io/v1alpha1",
+        "ManagedResourceDefinition",
+        "things.example.org",
+        &format!(
+            "spec:\n  group: example.org\n  names: {{kind: Thing, plural: things}}\n  scope: Cluster\n  state: {state}\n{rest}  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {{type: object}}\n"
+        ),
+    )
 }
 
 fn template() -> String {
@@ -276,6 +291,26 @@ fn refused() -> Vec<(&'static str, String, Vec<String>)> {
             invalid("Lock", "other", "packages[0].dependencies[0].constraints: Required value"),
         ),
         (
+            "ManagedResourceDefinition: an unknown state",
+            mrd("Paused", ""),
+            invalid("ManagedResourceDefinition", "things.example.org", r#"spec.state: Unsupported value: "Paused": supported values: "Active", "Inactive""#),
+        ),
+        (
+            "ManagedResourceDefinition: an uppercase plural",
+            mrd("Inactive", "").replace("plural: things", "plural: Things"),
+            invalid("ManagedResourceDefinition", "things.example.org", r#"spec.names: Invalid value: "object": Plural name must be lowercase"#),
+        ),
+        (
+            "ManagedResourceDefinition: no versions",
+            mrd("Inactive", "").split("  versions:").next().unwrap_or_default().to_string(),
+            invalid("ManagedResourceDefinition", "things.example.org", "spec.versions: Required value"),
+        ),
+        (
+            "ManagedResourceActivationPolicy: nothing to activate",
+            object("apiextensions.crossplane.io/v1alpha1", "ManagedResourceActivationPolicy", "none", "spec:\n  activate: []\n"),
+            invalid("ManagedResourceActivationPolicy", "none", "spec.activate: Invalid value: 0: spec.activate in body should have at least 1 items"),
+        ),
+        (
             "WatchOperation: a watch without a kind",
             object("ops.crossplane.io/v1alpha1", "WatchOperation", "on-change", &format!("spec:\n  watch: {{apiVersion: v1}}\n{}", template())),
             invalid("WatchOperation", "on-change", "spec.watch.kind: Required value"),
@@ -316,6 +351,8 @@ fn valid() -> Vec<(&'static str, String)> {
             "locks",
             object("pkg.crossplane.io/v1beta1", "Lock", "other", "packages:\n- {name: platform-1, source: xpkg.example.org/platform, version: v1.0.0, dependencies: [{package: xpkg.example.org/nop, constraints: '>=v0.1.0'}]}\n"),
         ),
+        ("mrd", mrd("Inactive", "  connectionDetails:\n  - {name: password, description: The admin password.}\n")),
+        ("mrap", object("apiextensions.crossplane.io/v1alpha1", "ManagedResourceActivationPolicy", "examples", "spec:\n  activate: [things.example.org, '*.aws.example.org']\n")),
         ("ops", operation(STEP)),
         ("cronops", object("ops.crossplane.io/v1alpha1", "CronOperation", "nightly", &format!("spec:\n  schedule: '0 0 1 1 *'\n{}", template()))),
         ("watchops", object("ops.crossplane.io/v1alpha1", "WatchOperation", "on-change", &format!("spec:\n  watch: {{apiVersion: v1, kind: ConfigMap, matchLabels: {{watched: 'yes'}}}}\n{}", template()))),
@@ -345,6 +382,7 @@ fn immutable_fields_stay_as_they_were_created() {
     let server = Server::start_with(&["--enable-operations"]);
     server.apply(&xrd_v1("db", "  claimNames: {kind: DB, plural: dbs}\n  enforcedCompositionRef: {name: dbs}\n"));
     server.apply(&composition("things", STEP));
+    server.apply(&mrd("Active", ""));
     server.apply(&object("ops.crossplane.io/v1alpha1", "WatchOperation", "on-change", &format!("spec:\n  watch: {{apiVersion: v1, kind: ConfigMap}}\n{}", template())));
     // Through v1, the version the XRD was written in: v2 refuses claims altogether.
     let xrd = "compositeresourcedefinitions.v1.apiextensions.crossplane.io/xdbs.legacy.example.org";
@@ -356,6 +394,16 @@ fn immutable_fields_stay_as_they_were_created() {
         (xrd, r#"{"spec":{"enforcedCompositionRef":{"name":"other"}}}"#, invalid(XRD, DB, r#"spec.enforcedCompositionRef: Invalid value: "object": Value is immutable"#)),
         (xrd, r#"{"spec":{"names":{"kind":"XDatabase","plural":"xdbs"}}}"#, invalid(XRD, DB, r#"spec.names: Invalid value: "object": Value is immutable"#)),
         ("composition/things", r#"{"spec":{"compositeTypeRef":{"kind":"XOther"}}}"#, invalid("Composition", "things", r#"spec.compositeTypeRef: Invalid value: "object": Value is immutable"#)),
+        (
+            "mrd/things.example.org",
+            r#"{"spec":{"state":"Inactive"}}"#,
+            invalid("ManagedResourceDefinition", "things.example.org", r#"spec.state: Invalid value: "string": state cannot be changed once it becomes Active"#),
+        ),
+        (
+            "mrd/things.example.org",
+            r#"{"spec":{"group":"other.example.org"}}"#,
+            invalid("ManagedResourceDefinition", "things.example.org", r#"spec.group: Invalid value: "string": Value is immutable"#),
+        ),
         (
             "watchoperation/on-change",
             r#"{"spec":{"watch":{"kind":"Secret"}}}"#,
@@ -402,6 +450,9 @@ fn kubectl_get_prints_crossplanes_columns() {
         (&["configurationrevisions"], "NAME HEALTHY IMAGE STATE AGE"),
         (&["configurationrevisions", "-o", "wide"], "NAME HEALTHY REVISION IMAGE STATE DEP-FOUND DEP-INSTALLED AGE"),
         (&["deploymentruntimeconfigs"], "NAME AGE"),
+        (&["mrd"], "NAME STATE ESTABLISHED AGE"),
+        (&["mrds"], "NAME STATE ESTABLISHED AGE"),
+        (&["mrap"], "NAME AGE"),
         (&["ops"], "NAME SYNCED SUCCEEDED AGE"),
         (&["cronops"], "NAME SCHEDULE SYNCED SCHEDULING LAST SCHEDULE LAST SUCCESS AGE"),
         (&["watchops"], "NAME KIND COUNT SYNCED WATCHING LAST SCHEDULE LAST SUCCESS AGE"),
