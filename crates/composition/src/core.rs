@@ -80,6 +80,9 @@ pub struct CoreOptions {
     /// Where pulled Function packages' root filesystems, certificates and logs are kept
     /// (`DATA_DIR/runtimes/functions` in `oxplane up`); none: only built-in functions run.
     pub package_runtime_dir: Option<std::path::PathBuf>,
+    /// Whether the dependency resolver may change installed dependencies' versions
+    /// (`--enable-dependency-version-upgrades`, `--enable-dependency-version-downgrades`).
+    pub dependency_versions: packages::lock::VersionChanges,
     /// The identities Crossplane's components act as, where the API server can hand out
     /// clients for them (`oxplane up`); none: everything acts as the runtime's client (against
     /// another API server, whoever the kubeconfig names, which should be Crossplane's
@@ -161,7 +164,7 @@ impl Core {
         let controllers = vec![
             packages::start_controller(runtime, providers.clone()),
             packages::start_controller(runtime, function_installer),
-            packages::lock::start_controller(runtime, builtins),
+            packages::lock::start_controller(runtime, builtins, options.dependency_versions),
             packages::configurations::start_controller(
                 runtime,
                 options.package_cache_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("oxplane-xpkg-cache")),

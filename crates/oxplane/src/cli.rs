@@ -106,6 +106,9 @@ pub enum Command {
         /// The longest a cached function response is kept, whatever its TTL (a Go duration).
         #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = parse_positive_duration)]
         xfn_cache_max_ttl: std::time::Duration,
+        /// The package manager.
+        #[command(flatten)]
+        packages: crate::server_flags::PackageFlags,
         /// Encryption at rest and the audit log.
         #[command(flatten)]
         security: crate::server_flags::SecurityFlags,
@@ -209,6 +212,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             operations_clock_rate,
             enable_function_response_cache,
             xfn_cache_max_ttl,
+            packages,
             security,
             store,
             controllers,
@@ -245,6 +249,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 controllers,
                 operations: enable_operations.then(|| oxplane_composition::ops::Clock::with_rate(operations_clock_rate)),
                 function_response_cache,
+                dependency_versions: packages.dependency_versions(),
             })
         }
         Command::Bench { which } => bench::run(which),

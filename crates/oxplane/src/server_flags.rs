@@ -1,5 +1,5 @@
 //! `oxplane up`'s flags for the store, encryption at rest, the audit log and ServiceAccount tokens, named as
-//! kube-apiserver names them.
+//! kube-apiserver names them; and for the package manager, named as Crossplane's core names them.
 
 use std::path::PathBuf;
 
@@ -124,5 +124,27 @@ impl StoreFlags {
                 Ok(StoreBackend::Etcd(options))
             }
         }
+    }
+}
+
+/// The package manager's flags of `oxplane up` (Crossplane's core flags of the same names).
+#[derive(Debug, clap::Args)]
+pub struct PackageFlags {
+    /// Let the dependency resolver upgrade an installed dependency whose version no longer
+    /// satisfies every package that depends on it, to the lowest version that does (an alpha
+    /// feature Crossplane also leaves off: without it the dependent package reports the
+    /// incompatible dependency).
+    #[arg(long)]
+    enable_dependency_version_upgrades: bool,
+    /// When no version at or above the installed one satisfies them all, let the resolver
+    /// downgrade the dependency to the highest lower version that does.
+    #[arg(long, requires = "enable_dependency_version_upgrades")]
+    enable_dependency_version_downgrades: bool,
+}
+
+impl PackageFlags {
+    /// How the resolver may change installed dependencies.
+    pub fn dependency_versions(&self) -> oxplane_composition::packages::lock::VersionChanges {
+        oxplane_composition::packages::lock::VersionChanges { upgrades: self.enable_dependency_version_upgrades, downgrades: self.enable_dependency_version_downgrades }
     }
 }

@@ -37,6 +37,8 @@ pub struct UpOptions {
     pub operations: Option<oxplane_composition::ops::Clock>,
     /// The function response cache (`--enable-function-response-cache`).
     pub function_response_cache: Option<std::sync::Arc<oxplane_functions::cache::ResponseCache>>,
+    /// Whether the dependency resolver may change installed dependencies' versions.
+    pub dependency_versions: oxplane_composition::packages::lock::VersionChanges,
 }
 
 /// Serves the built-in providers' CRD conversion webhooks on loopback (a free port, a
@@ -147,6 +149,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             operations: options.operations.clone(),
             package_cache_dir: Some(package_cache_dir.clone()),
             package_runtime_dir: Some(package_runtime_dir.clone()),
+            dependency_versions: options.dependency_versions,
             identities: Some(identities.clone()),
         };
         if !options.controllers {

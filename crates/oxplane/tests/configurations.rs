@@ -2,9 +2,10 @@
 //! end to end with the real kubectl: the getting-started API built with `oxplane xpkg build`
 //! from `examples/getting-started-package` and pushed with `oxplane xpkg push` installs from
 //! a `Configuration` (its revision named after the digest, Healthy, owning the XRD and the
-//! Composition), and an App of its XRD composes. A missing tag, a package holding a kind a Configuration may not
-//! hold and a blob damaged in the registry each leave a condition naming the cause, and
-//! install nothing.
+//! Composition), and an App of its XRD composes. A missing tag, a `package.yaml` Crossplane's
+//! parser or validator refuses and a blob damaged in the registry each leave Crossplane's
+//! condition naming the cause (and its event), and install nothing; a kind a Configuration may
+//! not hold is Crossplane's lint warning, and only that object is skipped.
 
 use crate::support;
 
@@ -15,6 +16,7 @@ use std::time::Duration;
 use oxplane_xpkg::registry::{Credentials, push};
 use oxplane_xpkg::testing::Registry;
 use serde_json::Value;
+use crate::package_dependencies::xrd;
 use support::{Server, condition, within};
 
 fn oxplane(args: &[&str]) -> std::process::Output {
@@ -116,38 +118,71 @@ fn bad_packages_leave_conditions_naming_the_cause_and_install_nothing() {
     let healthy = condition(&server.get(&["configuration", "missing"]).unwrap(), "Healthy").unwrap();
     assert_eq!((healthy["status"].as_str(), healthy["reason"].as_str()), (Some("False"), Some("UnhealthyPackageRevision")));
 
-    // A Configuration holding a CRD.
+    // A Configuration holding a CRD besides its XRD: Crossplane's linter only warns (an event
+    // on the revision), the CRD is skipped and the rest is installed.
     let foreign = format!("{}/platform/foreign:v0.1.0", registry.host);
-    push_stream(
-        &foreign,
-        "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: foreign}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.org}\n",
-    );
+    let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.org}\n";
+    push_stream(&foreign, &format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {{name: foreign}}\n---\n{crd}{}", xrd("foreign.example.org")));
     server.kubectl_stdin(&["apply", "-f", "-"], &configuration("foreign", &foreign));
-    let healthy = wait_condition(&server, "configuration/foreign", "Healthy", |c| c["status"] == "False");
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/foreign", "--timeout=60s"]);
+    let revision = current_revision(&server, "foreign");
     assert_eq!(
-        healthy["message"],
-        "Package revision health is \"False\" with message: validating package contents failed: a Configuration package may not contain CustomResourceDefinition.apiextensions.k8s.io \"things.example.org\""
+        warning(&server, &revision, "LintPackage"),
+        "linting package contents failed: object did not pass any of the linters with following errors: object is not an XRD, object is not an ManagedResourceActivationPolicy, object is not a Composition, object is not an Operation, object is not a CronOperation, object is not a WatchOperation"
     );
-    assert!(server.get(&["crd", "things.example.org"]).is_none());
+    assert!(server.get(&["crd", "things.example.org"]).is_none(), "the CRD is skipped");
+    assert!(server.get(&["xrd", "things.foreign.example.org"]).is_some(), "the XRD is installed");
 
-    // packagePullPolicy Never: the package just pulled for "foreign" is read from the cache
-    // (and refused for the same reason); one never pulled is not in it.
+    // A package.yaml Crossplane's validator refuses: the revision says why in its words, with a
+    // ValidatePackage event, and nothing of the package is installed.
+    let configuration_meta = |spec: &str| format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {{name: c}}\n{spec}---\n");
+    let invalid = [
+        ("two-metas", format!("{}{}", configuration_meta(""), configuration_meta("")), "not exactly one package meta type"),
+        ("no-meta", String::new(), "not exactly one package meta type"),
+        ("provider-meta", "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: p}\n---\n".to_string(), "package meta type is not Configuration"),
+        (
+            "bad-constraint",
+            configuration_meta("spec: {crossplane: {version: '>=banana'}}\n"),
+            "package version constraints are poorly formatted: improper constraint: >=banana",
+        ),
+    ];
+    for (name, stream, _) in &invalid {
+        let reference = format!("{}/platform/{name}:v0.1.0", registry.host);
+        push_stream(&reference, &format!("{stream}{}", xrd(&format!("{name}.example.org"))));
+        server.kubectl_stdin(&["apply", "-f", "-"], &configuration(name, &reference));
+    }
+    for (name, _, cause) in &invalid {
+        let message = format!("validating package contents failed: {cause}");
+        let healthy = wait_condition(&server, &format!("configuration/{name}"), "Healthy", |c| c["status"] == "False");
+        assert_eq!(healthy["message"], format!("Package revision health is \"False\" with message: {message}").as_str(), "{name}");
+        let revision = current_revision(&server, name);
+        let revision_healthy = condition(&server.get(&["configurationrevision", &revision]).unwrap(), "RevisionHealthy").unwrap();
+        assert_eq!((revision_healthy["reason"].as_str(), revision_healthy["message"].as_str()), (Some("UnhealthyPackageRevision"), Some(message.as_str())));
+        assert_eq!(warning(&server, &revision, "ValidatePackage"), message);
+        assert!(server.get(&["xrd", &format!("things.{name}.example.org")]).is_none(), "{name}: nothing is installed");
+    }
+
+    // packagePullPolicy Never: a package pulled before is read from the cache (and refused for
+    // the same reason); one never pulled is not in it.
     let never = |name: &str, package: &str| format!("{}  packagePullPolicy: Never\n", configuration(name, package));
-    server.kubectl_stdin(&["apply", "-f", "-"], &never("foreign-cached", &foreign));
-    let healthy = wait_condition(&server, "configuration/foreign-cached", "Healthy", |c| c["status"] == "False");
-    assert!(healthy["message"].as_str().unwrap().ends_with("may not contain CustomResourceDefinition.apiextensions.k8s.io \"things.example.org\""), "{healthy}");
+    server.kubectl_stdin(&["apply", "-f", "-"], &never("two-metas-cached", &format!("{}/platform/two-metas:v0.1.0", registry.host)));
+    let healthy = wait_condition(&server, "configuration/two-metas-cached", "Healthy", |c| c["status"] == "False");
+    assert!(healthy["message"].as_str().unwrap().ends_with("validating package contents failed: not exactly one package meta type"), "{healthy}");
     let unpulled = format!("{}/platform/unpulled:v0.1.0", registry.host);
     push_stream(&unpulled, "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: unpulled}\n");
     server.kubectl_stdin(&["apply", "-f", "-"], &never("unpulled", &unpulled));
     let installed = wait_condition(&server, "configuration/unpulled", "Installed", |c| c["reason"] == "UnpackingPackage");
     assert_eq!(installed["message"], "cannot unpack package: package not in cache and pull policy is Never");
 
-    // A package.yaml that is no package.
+    // A package.yaml Crossplane's parser cannot read: the package is not unpacked, no revision.
     let broken = format!("{}/platform/broken:v0.1.0", registry.host);
     push_stream(&broken, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
     server.kubectl_stdin(&["apply", "-f", "-"], &configuration("broken", &broken));
-    let healthy = wait_condition(&server, "configuration/broken", "Healthy", |c| c["status"] == "False");
-    assert_eq!(healthy["message"], "Package revision health is \"False\" with message: cannot parse package: no Crossplane package may contain \"ConfigMap\" of \"v1\"");
+    let installed = wait_condition(&server, "configuration/broken", "Installed", |c| c["reason"] == "UnpackingPackage");
+    assert_eq!(installed["message"], format!("cannot unpack package: cannot parse package {broken}: no Crossplane package may contain \"ConfigMap\" of \"v1\"").as_str());
+    // (An empty list is printed as nothing with --ignore-not-found.)
+    let revisions = server.get(&["configurationrevisions", "-l", "pkg.crossplane.io/package=broken"]);
+    assert!(revisions.as_ref().is_none_or(|l| l["items"].as_array().is_none_or(Vec::is_empty)), "{revisions:?}");
 
     // A layer damaged on the registry's disk.
     let damaged = format!("{}/platform/damaged-config:v0.1.0", registry.host);
@@ -164,10 +199,31 @@ fn bad_packages_leave_conditions_naming_the_cause_and_install_nothing() {
     let message = installed["message"].as_str().unwrap();
     assert!(message.starts_with(&format!("cannot unpack package: cannot pull blob {layer} of ")) && message.to_lowercase().contains("digest"), "{message}");
 
-    // None of them made a revision that installed anything.
-    for revision in server.get(&["configurationrevisions"]).unwrap()["items"].as_array().unwrap() {
+    // None of them but the linted one made a revision that installed anything.
+    for revision in server.get(&["configurationrevisions", "-l", "pkg.crossplane.io/package!=foreign"]).unwrap()["items"].as_array().unwrap() {
         assert!(revision["status"]["objectRefs"].as_array().is_none_or(Vec::is_empty), "{revision}");
     }
+}
+
+/// The name of a Configuration's current revision, once it has one.
+pub(crate) fn current_revision(server: &Server, name: &str) -> String {
+    let mut revision = String::new();
+    within(Duration::from_secs(60), &format!("configuration/{name} to have a revision"), || {
+        revision = server.get(&["configuration", name]).and_then(|c| c["status"]["currentRevision"].as_str().map(str::to_string)).unwrap_or_default();
+        !revision.is_empty()
+    });
+    revision
+}
+
+/// The message of the Warning event `reason` about the object `name`, once there is one.
+pub(crate) fn warning(server: &Server, name: &str, reason: &str) -> String {
+    let mut message = String::new();
+    within(Duration::from_secs(60), &format!("a {reason} event about {name}"), || {
+        let events = server.get(&["events", "-A", "--field-selector", &format!("involvedObject.name={name},type=Warning,reason={reason}")]).unwrap_or(Value::Null);
+        message = events["items"].as_array().and_then(|items| items.last()).and_then(|e| e["message"].as_str()).unwrap_or_default().to_string();
+        !message.is_empty()
+    });
+    message
 }
 
 /// Builds the getting-started package with the Composition's `medium` size mapped to

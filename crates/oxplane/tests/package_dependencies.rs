@@ -18,7 +18,7 @@ fn meta(name: &str, extra_spec: &str) -> String {
 }
 
 /// An XRD a package installs, so a test can see whether anything was installed.
-fn xrd(group: &str) -> String {
+pub(crate) fn xrd(group: &str) -> String {
     format!(
         "---\napiVersion: apiextensions.crossplane.io/v2\nkind: CompositeResourceDefinition\nmetadata:\n  name: things.{group}\nspec:\n  group: {group}\n  names: {{kind: Thing, plural: things}}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    referenceable: true\n    schema:\n      openAPIV3Schema: {{type: object}}\n"
     )
@@ -152,4 +152,68 @@ fn a_configuration_installs_its_dependencies_and_the_lock_lists_them() {
     });
     assert!(server.get(&["configuration", "deps-base"]).is_some());
     assert!(server.get(&["provider", "crossplane-contrib-provider-nop"]).is_some());
+}
+
+/// With `--enable-dependency-version-upgrades` (Crossplane's alpha flag; without it the
+/// dependent reports the incompatible dependency, as above) an installed dependency whose
+/// version a new dependent refuses is moved to the lowest version at or above it that every
+/// dependent allows; when none does, the Lock says so and nothing moves.
+#[test]
+fn with_dependency_upgrades_an_installed_dependency_moves_to_a_version_every_dependent_allows() {
+    let registry = Registry::shared();
+    let base = format!("{}/upgrades/base", registry.host);
+    for tag in ["v0.1.0", "v0.2.0", "v0.3.0", "v1.0.0"] {
+        // Each version its own content (so its own digest and revision).
+        let stream = meta("base", "").replace("name: base\n", &format!("name: base\n  annotations: {{meta.crossplane.io/description: {tag}}}\n"));
+        push_stream(&format!("{base}:{tag}"), &format!("{stream}{}", xrd("upgraded.example.org")));
+    }
+    let dependent = |name: &str, constraint: &str| {
+        let reference = format!("{}/upgrades/{name}:v0.1.0", registry.host);
+        let depends = format!("  dependsOn:\n  - configuration: {base}\n    version: \"{constraint}\"\n");
+        push_stream(&reference, &format!("{}{}", meta(name, &depends), xrd(&format!("{name}.example.org"))));
+        configuration(name, &reference)
+    };
+    let installed_version = |server: &Server| server.get(&["configuration", "upgrades-base"]).unwrap()["spec"]["package"].as_str().unwrap().to_string();
+
+    let server = Server::start_with(&["--enable-dependency-version-upgrades"]);
+    // The dependency, installed by hand at its first version.
+    server.apply(&configuration("upgrades-base", &format!("{base}:v0.1.0")));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/upgrades-base", "--timeout=90s"]);
+
+    // A dependent that needs v0.2.0 or later below v1: the dependency moves to v0.2.0, and both
+    // are healthy.
+    server.apply(&dependent("needs-two", ">=v0.2.0 <v1.0.0"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/needs-two", "--timeout=90s"]);
+    assert_eq!(installed_version(&server), format!("{base}:v0.2.0"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/upgrades-base", "--timeout=60s"]);
+
+    // Another that needs v0.3.0 or later: v0.3.0 satisfies both (v1.0.0 would refuse the first).
+    server.apply(&dependent("needs-three", ">=v0.3.0"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/needs-three", "--timeout=90s"]);
+    assert_eq!(installed_version(&server), format!("{base}:v0.3.0"));
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/needs-two", "configuration/upgrades-base", "--timeout=60s"]);
+    crate::support::within(std::time::Duration::from_secs(30), "the lock to list the dependency at v0.3.0", || {
+        let lock = server.get(&["lock", "lock"]).unwrap_or(Value::Null);
+        lock["packages"].as_array().into_iter().flatten().any(|p| p["source"] == base.as_str() && p["version"] == "v0.3.0")
+    });
+
+    // One that no version satisfies together with the others: the Lock says why, the
+    // dependent reports the incompatible dependency, and the dependency stays where it is.
+    server.apply(&dependent("needs-five", ">=v5.0.0"));
+    let resolved = wait_condition(&server, "lock/lock", "Resolved", |c| c["status"] == "False");
+    let message = resolved["message"].as_str().unwrap();
+    let prefix = format!(
+        "Error occurred during dependency resolution cannot find dependency version to upgrade: dependency ({base}) does not have a valid version to upgrade that satisfies all constraints. If there is a valid version that requires downgrade, manual intervention is required. Constraints: ["
+    );
+    assert!(message.starts_with(&prefix), "{message}");
+    for constraint in [">=v0.2.0 <v1.0.0", ">=v0.3.0", ">=v5.0.0"] {
+        assert!(message[prefix.len()..].contains(constraint), "{message}");
+    }
+    let healthy = wait_condition(&server, "configuration/needs-five", "Healthy", |c| c["status"] == "False");
+    assert_eq!(
+        healthy["message"],
+        format!("Package revision health is \"False\" with message: cannot resolve package dependencies: incompatible dependencies: existing package {base}@v0.3.0 is incompatible with constraint >=v5.0.0").as_str()
+    );
+    assert_eq!(installed_version(&server), format!("{base}:v0.3.0"));
+    assert!(server.get(&["xrd", "things.needs-five.example.org"]).is_none(), "nothing of it is installed");
 }

@@ -4,6 +4,13 @@
 //! object scheme knows fails the whole package; exactly one meta object; and each package type
 //! may hold only its own kinds (a Provider its CRDs, MRDs and webhook configurations, a
 //! Configuration its XRDs, Compositions, MRAPs and Operations, a Function its input CRDs).
+//!
+//! The package manager applies these rules in Crossplane's three steps, each with Crossplane's
+//! words: [`read`] is its parser (an unknown kind fails the stream), [`Stream::validate`] its
+//! validator (blocks the install: `not exactly one package meta type`, `package meta type is
+//! not Configuration`), [`Package::lint`] its linter (a kind the type may not hold is only a
+//! warning) and [`Package::installable`] its establisher's filter (such an object is skipped).
+//! [`parse`] and [`Package::check_kinds`] are the strict form `oxplane xpkg build` refuses with.
 
 use serde_json::Value;
 
@@ -124,6 +131,47 @@ impl Package {
         Ok(())
     }
 
+    /// Crossplane's linter: the first object of a kind this type may not hold, in its words
+    /// (`object did not pass any of the linters with following errors: object is not an XRD,
+    /// ...`; a Function's one rule alone: `object is not a CRD`). Only a warning: such an
+    /// object is skipped ([`Package::installable`]), the rest is installed.
+    pub fn lint(&self) -> Result<(), String> {
+        // Crossplane's order of the kinds in each type's linter.
+        let order: &[(&str, &str)] = match self.package_type {
+            PackageType::Configuration => &[
+                ("apiextensions.crossplane.io", "CompositeResourceDefinition"),
+                ("apiextensions.crossplane.io", "ManagedResourceActivationPolicy"),
+                ("apiextensions.crossplane.io", "Composition"),
+                ("ops.crossplane.io", "Operation"),
+                ("ops.crossplane.io", "CronOperation"),
+                ("ops.crossplane.io", "WatchOperation"),
+            ],
+            _ => self.package_type.allowed(),
+        };
+        for object in &self.objects {
+            let (group, _, kind) = gvk(object);
+            if order.contains(&(group, kind)) {
+                continue;
+            }
+            let words: Vec<&str> = order.iter().map(|(g, k)| not_a(g, k)).collect();
+            return Err(match words.as_slice() {
+                [one] => one.to_string(),
+                many => format!("object did not pass any of the linters with following errors: {}", many.join(", ")),
+            });
+        }
+        Ok(())
+    }
+
+    /// The objects the package manager installs (Crossplane's establisher's filter): those of
+    /// the kinds this type may hold, and none of a Function (its CRDs describe its input only).
+    pub fn installable(&self) -> Vec<&Value> {
+        if self.package_type == PackageType::Function {
+            return Vec::new();
+        }
+        let allowed = self.package_type.allowed();
+        self.objects.iter().filter(|o| allowed.contains(&(gvk(o).0, gvk(o).2))).collect()
+    }
+
     /// The stream as `crossplane xpkg build` writes it: `---`, the meta object, then each
     /// object, each followed by `---`.
     pub fn to_stream(&self) -> Result<String, XpkgError> {
@@ -143,6 +191,48 @@ fn gvk(object: &Value) -> (&str, &str, &str) {
     (group, version, object.get("kind").and_then(Value::as_str).unwrap_or_default())
 }
 
+/// A `package.yaml` stream as read, before it is validated: the meta objects (any number) and
+/// the objects, in stream order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stream {
+    /// The meta objects and their package types.
+    pub metas: Vec<(PackageType, Value)>,
+    /// The other objects.
+    pub objects: Vec<Value>,
+}
+
+impl Stream {
+    /// Crossplane's validator for a package installed as `expected`: exactly one meta object,
+    /// of that type. (Its third check, that `spec.crossplane.version` is a constraint, is the
+    /// package manager's, which reads constraints.)
+    pub fn validate(self, expected: PackageType) -> Result<Package, XpkgError> {
+        let mut metas = self.metas;
+        let (Some((package_type, meta)), true) = (metas.pop(), metas.is_empty()) else {
+            return Err(XpkgError::Invalid("not exactly one package meta type".into()));
+        };
+        if package_type != expected {
+            return Err(XpkgError::Invalid(format!("package meta type is not {}", expected.kind())));
+        }
+        Ok(Package { package_type, meta, objects: self.objects })
+    }
+}
+
+/// Crossplane's linter's word for an object that is not of one kind (`object is not a CRD`).
+fn not_a(group: &str, kind: &str) -> &'static str {
+    match (group, kind) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => "object is not a CRD",
+        ("apiextensions.crossplane.io", "ManagedResourceDefinition") => "object is not an MRD",
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => "object is not an ValidatingWebhookConfiguration",
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => "object is not a MutatingWebhookConfiguration",
+        ("apiextensions.crossplane.io", "CompositeResourceDefinition") => "object is not an XRD",
+        ("apiextensions.crossplane.io", "Composition") => "object is not a Composition",
+        ("apiextensions.crossplane.io", "ManagedResourceActivationPolicy") => "object is not an ManagedResourceActivationPolicy",
+        ("ops.crossplane.io", "Operation") => "object is not an Operation",
+        ("ops.crossplane.io", "CronOperation") => "object is not a CronOperation",
+        _ => "object is not a WatchOperation",
+    }
+}
+
 /// Reads every document of a YAML stream; empty documents are skipped.
 pub fn documents(text: &str, source: &str) -> Result<Vec<Value>, XpkgError> {
     let mut out = Vec::new();
@@ -155,12 +245,11 @@ pub fn documents(text: &str, source: &str) -> Result<Vec<Value>, XpkgError> {
     Ok(out)
 }
 
-/// Parses a `package.yaml` stream: exactly one meta object, every other document of a kind
-/// packages may hold. Which kinds this type may hold is [`Package::check_kinds`].
-pub fn parse(text: &str) -> Result<Package, XpkgError> {
-    let mut meta: Option<(PackageType, Value)> = None;
+/// Reads a `package.yaml` stream as Crossplane's parser does: every document a meta object or
+/// of a kind packages may hold, in any number.
+pub fn read(text: &str) -> Result<Stream, XpkgError> {
+    let mut metas = Vec::new();
     let mut objects = Vec::new();
-    let mut metas = 0;
     for document in documents(text, crate::STREAM_FILE)? {
         if !document.is_object() {
             return Err(XpkgError::Invalid(format!("{}: a document is not an object", crate::STREAM_FILE)));
@@ -170,8 +259,7 @@ pub fn parse(text: &str) -> Result<Package, XpkgError> {
             let Some(package_type) = meta_type(version, kind) else {
                 return Err(XpkgError::Invalid(format!("unknown package meta kind {kind:?} of {META_GROUP}/{version}")));
             };
-            metas += 1;
-            meta = Some((package_type, document));
+            metas.push((package_type, document));
             continue;
         }
         if !known_object(group, version, kind) {
@@ -180,10 +268,18 @@ pub fn parse(text: &str) -> Result<Package, XpkgError> {
         }
         objects.push(document);
     }
-    match (metas, meta) {
-        (1, Some((package_type, meta))) => Ok(Package { package_type, meta, objects }),
-        _ => Err(XpkgError::Invalid("not exactly one package meta type".into())),
-    }
+    Ok(Stream { metas, objects })
+}
+
+/// Parses a `package.yaml` stream: exactly one meta object, every other document of a kind
+/// packages may hold. Which kinds this type may hold is [`Package::check_kinds`].
+pub fn parse(text: &str) -> Result<Package, XpkgError> {
+    let stream = read(text)?;
+    let expected = match stream.metas.as_slice() {
+        [(package_type, _)] => *package_type,
+        _ => return Err(XpkgError::Invalid("not exactly one package meta type".into())),
+    };
+    stream.validate(expected)
 }
 
 #[cfg(test)]
@@ -244,6 +340,38 @@ metadata: {name: things}
         );
         let provider = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: p}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: bs.example.org}\n";
         parse(provider).unwrap().check_kinds().unwrap();
+    }
+
+    #[test]
+    fn the_package_manager_validates_lints_and_filters_in_crossplanes_words() {
+        let two = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: a}\n---\napiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {name: b}\n";
+        assert_eq!(read(two).unwrap().validate(PackageType::Configuration).unwrap_err().to_string(), "not exactly one package meta type");
+        let none = "apiVersion: apiextensions.crossplane.io/v1\nkind: Composition\nmetadata: {name: a}\n";
+        assert_eq!(read(none).unwrap().validate(PackageType::Configuration).unwrap_err().to_string(), "not exactly one package meta type");
+        let provider = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: p}\n";
+        assert_eq!(read(provider).unwrap().validate(PackageType::Configuration).unwrap_err().to_string(), "package meta type is not Configuration");
+
+        let mixed = format!("{CONFIGURATION}---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: bs.example.org}}\n");
+        let package = read(&mixed).unwrap().validate(PackageType::Configuration).unwrap();
+        assert_eq!(
+            package.lint().unwrap_err(),
+            "object did not pass any of the linters with following errors: object is not an XRD, object is not an ManagedResourceActivationPolicy, object is not a Composition, object is not an Operation, object is not a CronOperation, object is not a WatchOperation"
+        );
+        let kinds: Vec<&str> = package.installable().iter().map(|o| o["kind"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["CompositeResourceDefinition", "Composition"], "the CRD is skipped");
+        assert_eq!(parse(CONFIGURATION).unwrap().lint(), Ok(()));
+
+        let provider_with_xrd = format!("{provider}---\napiVersion: apiextensions.crossplane.io/v1\nkind: CompositeResourceDefinition\nmetadata: {{name: x}}\n");
+        assert_eq!(
+            parse(&provider_with_xrd).unwrap().lint().unwrap_err(),
+            "object did not pass any of the linters with following errors: object is not a CRD, object is not an MRD, object is not an ValidatingWebhookConfiguration, object is not a MutatingWebhookConfiguration"
+        );
+        let function = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: f}\n---\napiVersion: apiextensions.crossplane.io/v1\nkind: Composition\nmetadata: {name: c}\n";
+        let function = parse(function).unwrap();
+        assert_eq!(function.lint().unwrap_err(), "object is not a CRD");
+        let with_crd = "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: f}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: inputs.fn.example.org}\n";
+        let with_crd = parse(with_crd).unwrap();
+        assert_eq!((with_crd.lint(), with_crd.installable().len()), (Ok(()), 0), "a Function's CRDs are never installed");
     }
 
     /// One object of each kind a package may hold, against each package type.

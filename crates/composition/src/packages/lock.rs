@@ -12,7 +12,10 @@
 //! (a Provider or Function oxplane runs itself) asks no registry: it is installed at the
 //! version its constraint names. The Lock's `Resolved` condition says whether every dependency
 //! could be installed (`DependencyResolutionSucceeded`, `DependencyResolutionFailed`).
-//! Entries of revisions that are gone or inactive are pruned by the resolver.
+//! Entries of revisions that are gone or inactive are pruned by the resolver. With
+//! [`VersionChanges`] (Crossplane's alpha dependency version upgrades) an installed dependency
+//! whose version no longer satisfies every constraint its dependents put on it is moved to the
+//! lowest version at or above it that does (or, with downgrades, the highest lower one).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -153,17 +156,36 @@ pub async fn remove(kube: &Kube, revision: &str) -> Result<(), String> {
 /// The built-in packages of each kind (`Provider`, `Function`), by name.
 pub type Builtins = BTreeMap<&'static str, Vec<&'static str>>;
 
+/// Whether the resolver may change the version of an installed dependency that no longer
+/// satisfies every constraint on it (Crossplane's alpha `--enable-dependency-version-upgrades`
+/// and `--enable-dependency-version-downgrades`); without, the dependent revision reports the
+/// incompatible dependency and nothing changes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VersionChanges {
+    /// Move it to the lowest version at or above the installed one that satisfies them all.
+    pub upgrades: bool,
+    /// Failing that, to the highest lower version that does (needs `upgrades`).
+    pub downgrades: bool,
+}
+
+/// Go's `%v` of a list of strings (`[a b]`), as Crossplane's messages print constraints.
+fn go_list(items: &[String]) -> String {
+    format!("[{}]", items.join(" "))
+}
+
 /// Reconciles the Lock: prunes entries of revisions that are gone or inactive, and installs
 /// missing dependencies.
 pub struct Resolver {
     kube: Kube,
     builtins: Builtins,
+    changes: VersionChanges,
 }
 
 impl Resolver {
-    /// A resolver that knows which packages are built in.
-    pub fn new(kube: Kube, builtins: Builtins) -> Self {
-        Resolver { kube, builtins }
+    /// A resolver that knows which packages are built in, changing installed dependencies'
+    /// versions as `changes` allows.
+    pub fn new(kube: Kube, builtins: Builtins, changes: VersionChanges) -> Self {
+        Resolver { kube, builtins, changes }
     }
 
     /// Whether an entry's revision exists and is active.
@@ -171,6 +193,21 @@ impl Resolver {
         let Some(kind) = revision_kind(kind_of(entry)) else { return Ok(false) };
         let revision = self.kube.get(&kind, None, text(entry, "name")).await?;
         Ok(revision.is_some_and(|r| r.pointer("/spec/desiredState").and_then(Value::as_str) == Some("Active")))
+    }
+
+    fn is_builtin(&self, kind: &str, package: &str) -> bool {
+        self.builtins.get(kind).is_some_and(|names| names.contains(&package_name(package)))
+    }
+
+    /// The tags of a dependency's repository, listed where ImageConfigs send the package, with
+    /// the pull secret they set.
+    async fn tags(&self, package: &str) -> Result<Vec<String>, String> {
+        let configs = image_configs::list(&self.kube).await?;
+        let applied = image_configs::apply(&configs, package);
+        let credentials = image_configs::pull_credentials(&self.kube, &applied.pull_secret.into_iter().collect::<Vec<_>>(), &applied.image)
+            .await
+            .map_err(|e| format!("cannot get image pull secret from config: {e}"))?;
+        oxplane_xpkg::registry::tags(&applied.image, &credentials).await.map_err(|e| format!("cannot fetch dependency package tags: {e}"))
     }
 
     /// The version to install a dependency at: a digest as given, a built-in's from its
@@ -186,19 +223,65 @@ impl Resolver {
         let no_version = || {
             format!("dependency ({package}) does not have a valid version to upgrade that satisfies all constraints. If there is a valid version that requires downgrade, manual intervention is required. Constraints: {constraint}")
         };
-        if self.builtins.get(kind_of(dependency)).is_some_and(|names| names.contains(&package_name(package))) {
+        if self.is_builtin(kind_of(dependency), package) {
             return dependencies::builtin_version(constraint).ok_or_else(no_version);
         }
-        // Tags are listed where ImageConfigs send the package, with the pull secret they set.
-        let configs = image_configs::list(&self.kube).await.map_err(|e| format!("cannot find dependency version to install: {e}"))?;
-        let applied = image_configs::apply(&configs, package);
-        let credentials = image_configs::pull_credentials(&self.kube, &applied.pull_secret.into_iter().collect::<Vec<_>>(), &applied.image)
-            .await
-            .map_err(|e| format!("cannot find dependency version to install: cannot get image pull secret from config: {e}"))?;
-        let tags = oxplane_xpkg::registry::tags(&applied.image, &credentials)
-            .await
-            .map_err(|e| format!("cannot find dependency version to install: cannot fetch dependency package tags: {e}"))?;
+        let tags = self.tags(package).await.map_err(|e| format!("cannot find dependency version to install: {e}"))?;
         dependencies::highest_satisfying(tags.iter().map(String::as_str), constraint).map(str::to_string).ok_or_else(no_version)
+    }
+
+    /// The version to move an installed dependency of `installed` to, so that it satisfies
+    /// every constraint on it, as Crossplane's resolver picks it: a digest all constraints
+    /// name alike, else a version from its repository's tags (a built-in's: the versions the
+    /// constraints name).
+    async fn version_to_update(&self, kind: &str, package: &str, installed: &str, constraints: &[String]) -> Result<String, String> {
+        let digests: Vec<&String> = constraints.iter().filter(|c| c.starts_with("sha256:")).collect();
+        if let Some(first) = digests.first() {
+            if digests.len() != constraints.len() {
+                return Err(format!("a dependency package has different types of parent constraints ({})", go_list(constraints)));
+            }
+            if digests.iter().any(|d| d != first) {
+                return Err(format!("a dependency package has different digests in parent constraints ({})", go_list(constraints)));
+            }
+            return Ok(first.to_string());
+        }
+        if let Some(error) = constraints.iter().find_map(|c| dependencies::constraint_error(c)) {
+            return Err(format!("version constraint on dependency is invalid: {error}"));
+        }
+        let available = if self.is_builtin(kind, package) { dependencies::builtin_versions(constraints) } else { self.tags(package).await? };
+        dependencies::version_to_update(available.iter().map(String::as_str), installed, constraints, self.changes.downgrades).map(str::to_string).ok_or_else(|| {
+            format!(
+                "dependency ({package}) does not have a valid version to upgrade that satisfies all constraints. If there is a valid version that requires downgrade, manual intervention is required. Constraints: {}",
+                go_list(constraints)
+            )
+        })
+    }
+
+    /// Moves an installed dependency whose version does not satisfy every constraint on it to
+    /// one that does (its package's `spec.package` changed, as Crossplane's resolver updates it).
+    async fn update(&self, kind_name: &str, package: &str, constraints: &[String]) -> Result<(), String> {
+        let Some(kind) = package_kind(kind_name) else { return Ok(()) };
+        let existing = self.kube.list(&kind, None, None).await.map_err(|e| format!("cannot get dependency package: {e}"))?;
+        let Some((object, reference)) = existing.iter().find_map(|p| {
+            let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
+            (source(reference) == package).then_some((p, reference))
+        }) else {
+            return Ok(());
+        };
+        let installed = dependencies::installed_version(reference);
+        if constraints.iter().all(|c| dependencies::satisfies(installed, c)) {
+            return Ok(());
+        }
+        let version = self.version_to_update(kind_name, package, installed, constraints).await.map_err(|e| format!("cannot find dependency version to upgrade: {e}"))?;
+        let separator = if version.starts_with("sha256:") { "@" } else { ":" };
+        let wanted = format!("{package}{separator}{version}");
+        if wanted == reference {
+            return Ok(());
+        }
+        let name = object::name(object).unwrap_or_default();
+        self.kube.merge_patch(&kind, None, name, &json!({"spec": {"package": wanted}})).await.map_err(|e| format!("cannot update dependency package: {e}"))?;
+        tracing::info!(package = %package, from = %installed, to = %version, kind = %kind_name, "moved an installed dependency to a version every dependent allows");
+        Ok(())
     }
 
     /// Installs a dependency nothing provides yet: `Ok(false)` when a package object of its
@@ -271,6 +354,26 @@ impl Resolver {
                 failures.push(error);
             }
         }
+        if self.changes.upgrades {
+            // Every constraint on each installed dependency, in the Lock's order.
+            let mut constraints: Vec<((&str, &str), Vec<String>)> = Vec::new();
+            for dependency in kept.iter().flat_map(|e| e.get("dependencies").and_then(Value::as_array).into_iter().flatten()) {
+                let key = (kind_of(dependency), text(dependency, "package"));
+                if !provided.contains(&key) {
+                    continue;
+                }
+                let constraint = text(dependency, "constraints").to_string();
+                match constraints.iter_mut().find(|(k, _)| *k == key) {
+                    Some((_, list)) => list.push(constraint),
+                    None => constraints.push((key, vec![constraint])),
+                }
+            }
+            for ((kind, package), list) in &constraints {
+                if let Err(error) = self.update(kind, package, list).await {
+                    failures.push(error);
+                }
+            }
+        }
         match failures.first() {
             None => {
                 conditions::set(lock, Condition::new("Resolved", "True", "DependencyResolutionSucceeded"));
@@ -328,8 +431,8 @@ impl Reconciler for Resolver {
 
 /// Starts the resolver (`packages/lock.pkg.crossplane.io`): it runs when the Lock changes and
 /// when any package or revision does (a revision gone or deactivated leaves a stale entry).
-pub fn start_controller(runtime: &Runtime, builtins: Builtins) -> Arc<Controller> {
-    let reconciler = Arc::new(Resolver::new(runtime.kube.clone(), builtins));
+pub fn start_controller(runtime: &Runtime, builtins: Builtins, changes: VersionChanges) -> Arc<Controller> {
+    let reconciler = Arc::new(Resolver::new(runtime.kube.clone(), builtins, changes));
     let controller = Controller::start(ControllerConfig::new("packages/lock.pkg.crossplane.io"), reconciler, runtime.metrics.clone());
     let kind = lock_kind();
     runtime.watches.kinds().insert(kind.clone());

@@ -58,6 +58,7 @@ impl Plane {
             operations: None,
             package_cache_dir: None,
             package_runtime_dir: None,
+            dependency_versions: Default::default(),
             identities: None,
         })
             .await

@@ -72,6 +72,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 operations: None,
                 package_cache_dir: None,
                 package_runtime_dir: None,
+                dependency_versions: Default::default(),
                 identities: None,
             },
         )

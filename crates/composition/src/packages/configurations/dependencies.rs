@@ -85,8 +85,17 @@ pub fn satisfies(version: &str, constraint: &str) -> bool {
 /// Whether `constraint` reads as a version constraint (or a digest), as Crossplane's validator
 /// requires of `spec.crossplane.version` and of `dependsOn[].version`.
 pub fn valid_constraint(constraint: &str) -> bool {
-    let constraint = constraint.trim();
-    constraint.is_empty() || constraint.starts_with("sha256:") || constraint.split("||").all(|alternative| requirement(alternative).is_some())
+    constraint_error(constraint).is_none()
+}
+
+/// Why `constraint` is no version constraint, in Masterminds' words (`improper constraint:
+/// >=banana`, naming the `||` alternative at fault); none when it is one (or a digest).
+pub fn constraint_error(constraint: &str) -> Option<String> {
+    let trimmed = constraint.trim();
+    if trimmed.is_empty() || trimmed.starts_with("sha256:") {
+        return None;
+    }
+    constraint.split("||").find(|alternative| requirement(alternative).is_none()).map(|alternative| format!("improper constraint: {alternative}"))
 }
 
 /// A complete semantic version of a tag (`v1.2.3`, `1.2.3-rc.1`); `v1` or `latest` are none,
@@ -101,32 +110,57 @@ pub fn highest_satisfying<'a>(tags: impl IntoIterator<Item = &'a str>, constrain
     tags.into_iter().filter(|tag| version_of(tag).is_some() && satisfies(tag, constraint)).max_by_key(|tag| version_of(tag))
 }
 
-/// The version a dependency on a built-in package is installed at. Built-ins are not pulled
-/// (they answer to every tag of their repository), so no registry is asked for tags: the
-/// candidates are the versions the constraint itself names (`>=v0.5.0` names v0.5.0, `^1.2`
-/// names v1.2.0), and the highest of them that satisfies the whole constraint is taken. An
-/// empty constraint is `latest`; a constraint that names no satisfying version has none.
-pub fn builtin_version(constraint: &str) -> Option<String> {
-    let constraint = constraint.trim();
-    if constraint.is_empty() {
-        return Some("latest".to_string());
-    }
-    let mut candidates = Vec::new();
+/// The versions a constraint names (`>=v0.5.0` names v0.5.0, `^1.2` names v1.2.0, wildcards
+/// name none), completed to three numbers.
+fn named_versions(constraint: &str) -> Vec<String> {
+    let mut named = Vec::new();
     for token in constraint.replace([',', '|'], " ").split_whitespace() {
         let version = token.trim_start_matches(['<', '>', '=', '^', '~', '!']).trim_start_matches('v');
-        if version.is_empty() {
-            continue;
-        }
-        let mut parts: Vec<&str> = version.split('.').take_while(|p| !p.contains(['x', 'X', '*'])).collect();
+        let mut parts: Vec<&str> = version.split('.').take_while(|p| !p.is_empty() && !p.contains(['x', 'X', '*'])).collect();
         if parts.is_empty() {
             continue;
         }
         while parts.len() < 3 {
             parts.push("0");
         }
-        candidates.push(format!("v{}", parts.join(".")));
+        named.push(format!("v{}", parts.join(".")));
     }
+    named
+}
+
+/// The versions a built-in package is available at for these constraints. Built-ins are not
+/// pulled (they answer to every tag of their repository), so no registry is asked for tags: the
+/// candidates are the versions the constraints themselves name.
+pub fn builtin_versions(constraints: &[String]) -> Vec<String> {
+    constraints.iter().flat_map(|c| named_versions(c)).collect()
+}
+
+/// The version a dependency on a built-in package is installed at: the highest of the
+/// versions its constraint names that satisfies the whole constraint. An empty constraint is
+/// `latest`; a constraint that names no satisfying version has none.
+pub fn builtin_version(constraint: &str) -> Option<String> {
+    let constraint = constraint.trim();
+    if constraint.is_empty() {
+        return Some("latest".to_string());
+    }
+    let candidates = named_versions(constraint);
     highest_satisfying(candidates.iter().map(String::as_str), constraint).map(str::to_string)
+}
+
+/// The version the resolver moves an installed dependency to when its version no longer
+/// satisfies every constraint its dependents put on it (Crossplane's alpha dependency version
+/// upgrades): the lowest available version at or above the installed one that satisfies them
+/// all; with downgrades allowed, else the highest lower one that does. An installed version
+/// that is no semantic version (`latest`, a digest) counts as below every version.
+pub fn version_to_update<'a>(available: impl IntoIterator<Item = &'a str>, installed: &str, constraints: &[String], downgrades: bool) -> Option<&'a str> {
+    let installed = version_of(installed).unwrap_or_else(|| semver::Version::new(0, 0, 0));
+    let mut valid: Vec<(semver::Version, &str)> =
+        available.into_iter().filter_map(|tag| Some((version_of(tag)?, tag))).filter(|(_, tag)| constraints.iter().all(|c| satisfies(tag, c))).collect();
+    valid.sort();
+    if let Some((_, tag)) = valid.iter().find(|(version, _)| *version >= installed) {
+        return Some(tag);
+    }
+    if downgrades { valid.last().map(|(_, tag)| *tag) } else { None }
 }
 
 #[cfg(test)]
@@ -150,6 +184,22 @@ mod tests {
         assert!(!satisfies("latest", ">=v0.1.0"));
         assert!(satisfies("sha256:abc", "sha256:abc"));
         assert!(!satisfies("v1.0.0", "sha256:abc"));
+    }
+
+    #[test]
+    fn installed_dependencies_move_as_crossplanes_resolver_moves_them() {
+        let tags = ["v0.1.0", "v0.2.0", "v0.3.0", "v1.0.0", "latest"];
+        let constraints = |cs: &[&str]| cs.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+        // The lowest version at or above the installed one that satisfies every constraint.
+        assert_eq!(version_to_update(tags, "v0.1.0", &constraints(&[">=v0.1.0", ">=v0.2.0 <v1.0.0"]), false), Some("v0.2.0"));
+        assert_eq!(version_to_update(tags, "v0.2.0", &constraints(&[">=v0.2.0", ">=v0.3.0"]), false), Some("v0.3.0"));
+        // Nothing satisfies them all.
+        assert_eq!(version_to_update(tags, "v0.1.0", &constraints(&[">=v0.1.0", ">=v5.0.0"]), true), None);
+        // Only a lower version does: refused, unless downgrades are allowed (the highest of them).
+        assert_eq!(version_to_update(tags, "v1.0.0", &constraints(&["<v0.3.0"]), false), None);
+        assert_eq!(version_to_update(tags, "v1.0.0", &constraints(&["<v0.3.0"]), true), Some("v0.2.0"));
+        // An installed version that is no version moves to the lowest satisfying one.
+        assert_eq!(version_to_update(tags, "latest", &constraints(&[">=v0.2.0"]), false), Some("v0.2.0"));
     }
 
     #[test]
@@ -182,7 +232,11 @@ mod tests {
         assert_eq!(builtin_version("v0.4.0").as_deref(), Some("v0.4.0"));
         assert_eq!(builtin_version("").as_deref(), Some("latest"));
         assert_eq!(builtin_version("<v1.0.0"), None, "names no version it allows");
+        assert_eq!(builtin_versions(&[">=v0.5.0".into(), "^1.2 || 2.x || *".into()]), ["v0.5.0", "v1.2.0", "v2.0.0"]);
         assert!(valid_constraint(">=v2.0.0") && valid_constraint("") && valid_constraint("^1.2 || ~2.1"));
         assert!(!valid_constraint(">=banana"));
+        assert_eq!(constraint_error(">=banana").as_deref(), Some("improper constraint: >=banana"));
+        assert_eq!(constraint_error(">=v1.0.0 ||~banana").as_deref(), Some("improper constraint: ~banana"));
+        assert_eq!(constraint_error(">=v1.0.0"), None);
     }
 }

@@ -74,8 +74,23 @@ pub struct ConfigurationReconciler {
     known: Arc<Mutex<BTreeSet<String>>>,
 }
 
-/// Why a revision is not healthy (its `RevisionHealthy` message).
-struct Unhealthy(String);
+/// Why a revision is not healthy: its `RevisionHealthy` message, and the reason of the Warning
+/// event Crossplane records with it (`ValidatePackage`, `ResolveDependencies`, ...).
+struct Unhealthy {
+    event: &'static str,
+    message: String,
+}
+
+impl Unhealthy {
+    fn new(event: &'static str, message: impl Into<String>) -> Unhealthy {
+        Unhealthy { event, message: message.into() }
+    }
+
+    /// A failure to install or release objects (`SyncPackage`).
+    fn sync(message: impl Into<String>) -> Unhealthy {
+        Unhealthy::new("SyncPackage", message)
+    }
+}
 
 impl ConfigurationReconciler {
     /// A reconciler keeping pulled packages in `cache_dir`.
@@ -113,8 +128,15 @@ impl ConfigurationReconciler {
         let applied_refs = applied.as_ref().map(image_configs::Applied::refs_json).unwrap_or_else(|_| json!([]));
         set_or_remove_status_field(package, "appliedImageConfigRefs", applied_refs.clone());
         object::set_status_field(package, "resolvedPackage", json!(image));
-        let fetched = match fetched {
-            Ok(fetched) => fetched,
+        // Fetched and parsed as Crossplane's package manager does before it makes a revision:
+        // a stream that cannot be read is the package's `UnpackingPackage`, no revision is made.
+        let unpacked = fetched.and_then(|fetched| {
+            let text = fetched.image.package_yaml().map_err(|e| format!("cannot extract package content from {image}: {e}"))?;
+            let stream = oxplane_xpkg::meta::read(&text).map_err(|e| format!("cannot parse package {image}: {e}"))?;
+            Ok((fetched, stream))
+        });
+        let (fetched, stream) = match unpacked {
+            Ok(unpacked) => unpacked,
             Err(error) => {
                 let message = format!("cannot unpack package: {error}");
                 conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(&message));
@@ -150,14 +172,14 @@ impl ConfigurationReconciler {
         let before = conditions::status_of(&revision);
         object::set_status_field(&mut revision, "resolvedPackage", json!(image));
         set_or_remove_status_field(&mut revision, "appliedImageConfigRefs", applied_refs);
-        let outcome = self.install(package, &mut revision, &sibling_names, &fetched.image, active).await;
+        let outcome = self.install(package, &mut revision, &sibling_names, stream, active).await;
         match &outcome {
             Ok(()) => {
                 conditions::set(&mut revision, Condition::new("RevisionHealthy", "True", "HealthyPackageRevision"));
             }
-            Err(Unhealthy(message)) => {
+            Err(Unhealthy { event, message }) => {
                 conditions::set(&mut revision, Condition::new("RevisionHealthy", "False", "UnhealthyPackageRevision").with_message(message));
-                self.recorder.warning(&revision, "SyncPackage", message);
+                self.recorder.warning(&revision, event, message);
             }
         }
         write_status_if_changed(&self.kube, &configuration_revision_kind(), &revision, &before).await?;
@@ -175,7 +197,7 @@ impl ConfigurationReconciler {
                     self.recorder.normal(package, "InstallPackageRevision", "Successfully installed package revision");
                 }
             }
-            Err(Unhealthy(message)) => {
+            Err(Unhealthy { message, .. }) => {
                 let message = format!("Package revision health is \"False\" with message: {message}");
                 conditions::set(package, Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(message));
             }
@@ -209,44 +231,43 @@ impl ConfigurationReconciler {
         create_revision(&self.kube, &kind, package, revision_name, reference, highest + 1, if automatic { "Active" } else { "Inactive" }).await
     }
 
-    /// The revision's work: parse and check the package, resolve its dependencies, install
-    /// its objects (an inactive revision only adds itself as an owner of what exists), record
-    /// `objectRefs`.
-    async fn install(&self, package: &Value, revision: &mut Value, siblings: &[String], image: &oxplane_xpkg::Image, active: bool) -> Result<(), Unhealthy> {
-        let stream = image.package_yaml().map_err(|e| Unhealthy(format!("cannot get package: {e}")))?;
-        let parsed = oxplane_xpkg::meta::parse(&stream).map_err(|e| Unhealthy(format!("cannot parse package: {e}")))?;
-        if parsed.package_type != PackageType::Configuration {
-            return Err(Unhealthy(format!("validating package contents failed: package meta type is not Configuration (it is a {})", parsed.package_type.kind())));
-        }
-        parsed.check_kinds().map_err(|e| Unhealthy(format!("validating package contents failed: {e}")))?;
+    /// The revision's work, in Crossplane's order: validate the package (a failure installs
+    /// nothing), lint it (a kind a Configuration may not hold is a `LintPackage` warning and is
+    /// skipped), check the Crossplane version, resolve its dependencies, install its objects
+    /// (an inactive revision only adds itself as an owner of what exists), record `objectRefs`.
+    async fn install(&self, package: &Value, revision: &mut Value, siblings: &[String], stream: oxplane_xpkg::meta::Stream, active: bool) -> Result<(), Unhealthy> {
+        let invalid = |error: String| Unhealthy::new("ValidatePackage", format!("validating package contents failed: {error}"));
+        let parsed = stream.validate(PackageType::Configuration).map_err(|e| invalid(e.to_string()))?;
         let crossplane = parsed.meta.pointer("/spec/crossplane/version").and_then(Value::as_str).unwrap_or_default();
-        if !dependencies::valid_constraint(crossplane) {
-            return Err(Unhealthy("validating package contents failed: package version constraints are poorly formatted".into()));
+        if let Some(error) = dependencies::constraint_error(crossplane) {
+            return Err(invalid(format!("package version constraints are poorly formatted: {error}")));
         }
-        self.copy_meta_metadata(revision, &parsed.meta).await.map_err(|e| Unhealthy(format!("cannot update package revision: {e}")))?;
+        if let Err(lint) = parsed.lint() {
+            self.recorder.warning(revision, "LintPackage", format!("linting package contents failed: {lint}"));
+        }
+        self.copy_meta_metadata(revision, &parsed.meta).await.map_err(|e| Unhealthy::sync(format!("cannot update package revision object metadata: {e}")))?;
         if revision.pointer("/spec/ignoreCrossplaneConstraints").and_then(Value::as_bool) != Some(true) && !dependencies::satisfies(CROSSPLANE_VERSION, crossplane) {
-            return Err(Unhealthy(format!("incompatible Crossplane version: package is not compatible with Crossplane version ({CROSSPLANE_VERSION})")));
+            return Err(Unhealthy::new("LintPackage", format!("incompatible Crossplane version: package is not compatible with Crossplane version ({CROSSPLANE_VERSION})")));
         }
         let revision_name = object::name(revision).unwrap_or_default().to_string();
         if !active {
-            lock::remove(&self.kube, &revision_name).await.map_err(Unhealthy)?;
+            lock::remove(&self.kube, &revision_name).await.map_err(|e| Unhealthy::new("DeactivateRevision", e))?;
         }
         if revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) != Some(true) {
-            let wanted = dependencies::dependencies(&parsed.meta).map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+            let unresolved = |e: String| Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: {e}"));
+            let wanted = dependencies::dependencies(&parsed.meta).map_err(unresolved)?;
             if active {
                 let reference = revision.pointer("/spec/image").and_then(Value::as_str).unwrap_or_default().to_string();
-                lock::upsert(&self.kube, lock::entry(&revision_name, "Configuration", &reference, &wanted))
-                    .await
-                    .map_err(|e| Unhealthy(format!("cannot resolve package dependencies: {e}")))?;
+                lock::upsert(&self.kube, lock::entry(&revision_name, "Configuration", &reference, &wanted)).await.map_err(unresolved)?;
             }
             self.resolve_dependencies(object::name(package).unwrap_or_default(), revision, &wanted).await?;
         }
         if !active {
-            establish::release(&self.kube, revision).await.map_err(Unhealthy)?;
+            establish::release(&self.kube, revision).await.map_err(|e| Unhealthy::new("DeactivateRevision", e))?;
         }
         let mut refs = Vec::new();
-        for desired in &parsed.objects {
-            if let Some(reference) = establish::establish(&self.kube, package, revision, siblings, desired, active).await.map_err(Unhealthy)? {
+        for desired in parsed.installable() {
+            if let Some(reference) = establish::establish(&self.kube, package, revision, siblings, desired, active).await.map_err(Unhealthy::sync)? {
                 refs.push(reference);
             }
         }
@@ -294,7 +315,11 @@ impl ConfigurationReconciler {
         }
         for dependency in wanted {
             let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
-            let packages = self.kube.list(&kind, None, None).await.map_err(|e| Unhealthy(format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind)))?;
+            let packages = self
+                .kube
+                .list(&kind, None, None)
+                .await
+                .map_err(|e| Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind)))?;
             let found = packages.iter().find_map(|p| {
                 let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
                 (oxplane_xpkg::names::source(reference) == dependency.source).then_some((p, reference))
@@ -315,10 +340,10 @@ impl ConfigurationReconciler {
         object::set_status_field(revision, "installedDependencies", json!(installed));
         if !missing.is_empty() {
             let shown: Vec<&String> = missing.iter().take(3).collect();
-            return Err(Unhealthy(format!("cannot resolve package dependencies: missing dependencies: {}", shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
+            return Err(Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: missing dependencies: {}", shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
         }
         if !invalid.is_empty() {
-            return Err(Unhealthy(format!("cannot resolve package dependencies: incompatible dependencies: {}", invalid.join("; "))));
+            return Err(Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: incompatible dependencies: {}", invalid.join("; "))));
         }
         Ok(())
     }
