@@ -313,3 +313,44 @@ fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
     // (An empty list is printed as nothing with --ignore-not-found.)
     within(Duration::from_secs(30), "the revisions gone", || server.get(&["configurationrevisions"]).is_none_or(|l| l["items"].as_array().is_none_or(Vec::is_empty)));
 }
+
+/// A slow pull of a large package reports its progress while it runs, on the Configuration
+/// (`Installed=False/UnpackingPackage`, `pulling package REF: 3.0 MiB of 12.0 MiB, 0 of 2
+/// layers`) and in the log; once pulled, the package installs as any other.
+#[test]
+fn a_slow_pull_reports_its_progress_in_bytes_and_layers() {
+    let registry = Registry::shared();
+    let stream = format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata: {{name: large}}\n{}", xrd("large.example.org"));
+    let image = oxplane_xpkg::testing::with_large_layer(&oxplane_xpkg::build::image_of_stream(&stream).unwrap(), 12 << 20);
+    tokio::runtime::Runtime::new().unwrap().block_on(push(&image, &format!("{}/progress/large:v0.1.0", registry.host), &Credentials::Anonymous)).unwrap();
+    // Pulled through a proxy that sends 3 MiB a second: about four seconds.
+    let slow = oxplane_xpkg::testing::throttled_proxy(&registry.host, 3 << 20);
+    let reference = format!("{slow}/progress/large:v0.1.0");
+
+    let server = Server::start();
+    server.apply(&configuration("large", &reference));
+    let prefix = format!("pulling package {reference}: ");
+    let mut seen: Vec<String> = Vec::new();
+    within(Duration::from_secs(60), "a report of the pull half done", || {
+        let installed = server.get(&["configuration", "large"]).and_then(|c| condition(&c, "Installed")).unwrap_or(Value::Null);
+        if installed["reason"] == "UnpackingPackage" && installed["status"] == "False" {
+            seen.push(installed["message"].as_str().unwrap_or_default().to_string());
+        }
+        // `X MiB of 12.0 MiB, 0 of 2 layers` with 0 < X < 12: the large layer is arriving.
+        seen.iter().any(|m| {
+            let Some(rest) = m.strip_prefix(&prefix) else { return false };
+            let received: f64 = rest.split(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
+            rest.ends_with(" of 12.0 MiB, 0 of 2 layers") && received > 0.0 && received < 12.0
+        })
+    });
+    for message in &seen {
+        assert!(message.starts_with(&prefix) && message.ends_with(" layers"), "{message}");
+    }
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/large", "--timeout=90s"]);
+    let installed = condition(&server.get(&["configuration", "large"]).unwrap(), "Installed").unwrap();
+    assert_eq!(installed["reason"], "ActivePackageRevision");
+    assert!(server.get(&["xrd", "things.large.example.org"]).is_some());
+    let log = server.log();
+    assert!(log.contains(&prefix), "the progress is in the log");
+    assert!(log.contains("pulled a layer") && log.contains("layers=2"), "each layer pulled is in the log");
+}

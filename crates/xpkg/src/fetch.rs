@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::registry::{self, Credentials, Pulled};
+use crate::registry::{self, Credentials, ProgressSender, Pulled};
 use crate::{Image, XpkgError, verify};
 
 /// `packagePullPolicy`.
@@ -124,6 +124,11 @@ pub struct Fetched {
 
 /// Fetches the package `reference` names with `policy`, through `cache`.
 pub async fn fetch(reference: &str, credentials: &Credentials, policy: PullPolicy, cache: &Cache) -> Result<Fetched, XpkgError> {
+    fetch_with_progress(reference, credentials, policy, cache, None).await
+}
+
+/// [`fetch`], reporting a pull's progress (nothing is reported when the cache answers).
+pub async fn fetch_with_progress(reference: &str, credentials: &Credentials, policy: PullPolicy, cache: &Cache, progress: Option<&ProgressSender>) -> Result<Fetched, XpkgError> {
     let parsed = registry::parse_reference(reference)?;
     let digest = match parsed.digest() {
         Some(digest) => digest.to_string(),
@@ -138,7 +143,7 @@ pub async fn fetch(reference: &str, credentials: &Credentials, policy: PullPolic
         return Err(XpkgError::Invalid("package not in cache and pull policy is Never".into()));
     }
     let pinned = format!("{}@{digest}", crate::names::source(reference));
-    let pulled = registry::pull(&pinned, credentials).await?;
+    let pulled = registry::pull_with_progress(&pinned, credentials, progress).await?;
     cache.put(&pulled)?;
     Ok(Fetched { digest: pulled.digest, image: pulled.image, cached: false })
 }

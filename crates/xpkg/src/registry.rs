@@ -174,8 +174,65 @@ pub async fn tags(source: &str, credentials: &Credentials) -> Result<Vec<String>
     Ok(listed.tags)
 }
 
+/// How far a pull has come: bytes and layers of the image received so far (the layers'
+/// sizes are their descriptors' sizes, known from the manifest before any layer arrives).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Bytes of the image's layers received.
+    pub bytes: u64,
+    /// Bytes of all its layers.
+    pub total_bytes: u64,
+    /// Layers received in full.
+    pub layers: usize,
+    /// Layers of the image.
+    pub total_layers: usize,
+}
+
+impl Progress {
+    /// `12.5 MiB of 40.0 MiB, 1 of 3 layers`.
+    pub fn describe(&self) -> String {
+        let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0));
+        format!("{} of {}, {} of {} layers", mib(self.bytes), mib(self.total_bytes), self.layers, self.total_layers)
+    }
+}
+
+/// Where a pull reports its progress: a watch channel (its receivers see the latest).
+pub type ProgressSender = tokio::sync::watch::Sender<Progress>;
+
+/// A blob's bytes as they arrive, counted into the pull's progress. (`pull_blob` writes into
+/// any `AsyncWrite`; a `Vec` that also counts is all it takes, no stream handling of our own.)
+struct Counted<'a> {
+    bytes: Vec<u8>,
+    progress: Option<&'a ProgressSender>,
+}
+
+impl tokio::io::AsyncWrite for Counted<'_> {
+    fn poll_write(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>, buf: &[u8]) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        this.bytes.extend_from_slice(buf);
+        if let Some(progress) = this.progress {
+            progress.send_modify(|p| p.bytes += buf.len() as u64);
+        }
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: std::pin::Pin<&mut Self>, _: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
 /// Pulls the image `reference` names, verifying every digest.
 pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, XpkgError> {
+    pull_with_progress(reference, credentials, None).await
+}
+
+/// [`pull`], reporting the bytes and layers received to `progress` as they arrive, and each
+/// layer pulled to the log.
+pub async fn pull_with_progress(reference: &str, credentials: &Credentials, progress: Option<&ProgressSender>) -> Result<Pulled, XpkgError> {
     let reference = parse_reference(reference)?;
     let client = client(&reference);
     let auth = credentials.auth();
@@ -201,18 +258,30 @@ pub async fn pull(reference: &str, credentials: &Credentials) -> Result<Pulled, 
         }
     };
     let manifest_json: Value = serde_json::from_slice(&manifest).map_err(|e| XpkgError::Invalid(format!("the image manifest is not JSON: {e}")))?;
-    let mut blobs = Vec::new();
     let config_digest = manifest_json.pointer("/config/digest").and_then(Value::as_str).unwrap_or_default().to_string();
-    let layer_digests: Vec<String> =
-        manifest_json.get("layers").and_then(Value::as_array).into_iter().flatten().filter_map(|l| l.get("digest")?.as_str().map(str::to_string)).collect();
-    for digest in std::iter::once(&config_digest).chain(&layer_digests) {
-        let mut bytes = Vec::new();
-        client.pull_blob(&reference, digest.as_str(), &mut bytes).await.map_err(registry_error(&format!("pull blob {digest} of"), &reference))?;
-        blobs.push(bytes);
+    let descriptors: Vec<(String, u64)> = manifest_json
+        .get("layers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|l| Some((l.get("digest")?.as_str()?.to_string(), l.get("size").and_then(Value::as_u64).unwrap_or(0))))
+        .collect();
+    if let Some(progress) = progress {
+        progress.send_replace(Progress { bytes: 0, total_bytes: descriptors.iter().map(|(_, size)| size).sum(), layers: 0, total_layers: descriptors.len() });
     }
-    let mut blobs = blobs.into_iter();
-    let config = blobs.next().unwrap_or_default();
-    let image = Image { manifest, config, layers: blobs.collect() };
+    let mut config = Counted { bytes: Vec::new(), progress: None };
+    client.pull_blob(&reference, config_digest.as_str(), &mut config).await.map_err(registry_error(&format!("pull blob {config_digest} of"), &reference))?;
+    let mut layers = Vec::new();
+    for (i, (digest, size)) in descriptors.iter().enumerate() {
+        let mut layer = Counted { bytes: Vec::new(), progress };
+        client.pull_blob(&reference, digest.as_str(), &mut layer).await.map_err(registry_error(&format!("pull blob {digest} of"), &reference))?;
+        if let Some(progress) = progress {
+            progress.send_modify(|p| p.layers += 1);
+        }
+        tracing::info!(reference = %reference.whole(), layer = i + 1, layers = descriptors.len(), bytes = size, "pulled a layer");
+        layers.push(layer.bytes);
+    }
+    let image = Image { manifest, config: config.bytes, layers };
     image.verify()?;
     Ok(Pulled { image, digest: top_digest, index })
 }
@@ -240,6 +309,22 @@ mod tests {
         assert_eq!(select_child(&host).as_deref(), Some("sha256:host"));
         let none = serde_json::json!({"manifests": [{"digest": "sha256:other", "platform": {"os": "plan9", "architecture": "mips"}}]});
         assert_eq!(select_child(&none), None);
+    }
+
+    #[test]
+    fn progress_reads_as_bytes_and_layers() {
+        let progress = Progress { bytes: 3 << 20, total_bytes: 12 << 20, layers: 1, total_layers: 2 };
+        assert_eq!(progress.describe(), "3.0 MiB of 12.0 MiB, 1 of 2 layers");
+    }
+
+    #[tokio::test]
+    async fn counted_writes_keep_the_bytes_and_count_them() {
+        use tokio::io::AsyncWriteExt;
+        let (sender, receiver) = tokio::sync::watch::channel(Progress::default());
+        let mut counted = Counted { bytes: Vec::new(), progress: Some(&sender) };
+        counted.write_all(b"hello ").await.unwrap();
+        counted.write_all(b"world").await.unwrap();
+        assert_eq!((counted.bytes.as_slice(), receiver.borrow().bytes), (&b"hello world"[..], 11));
     }
 
     #[test]

@@ -32,7 +32,8 @@ use oxplane_runtime::controller::{Action, Controller, ControllerConfig, Reconcil
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object::{self, ObjectKey};
-use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
+use oxplane_xpkg::fetch::{Cache, Fetched, PullPolicy, fetch_with_progress};
+use oxplane_xpkg::registry::Progress;
 use oxplane_xpkg::meta::PackageType;
 use serde_json::{Value, json};
 
@@ -40,6 +41,9 @@ use super::{CROSSPLANE_VERSION, LABEL_PACKAGE, image_configs, lock};
 use super::reconciler::{collect_revision_garbage, copied_spec_patch, create_revision, package_of_revision, write_status_if_changed};
 
 pub use super::image_configs::PACKAGE_NAMESPACE;
+
+/// How often a slow pull's progress is reported.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// `Configuration`.
 pub fn configuration_kind() -> Kind {
@@ -117,13 +121,16 @@ impl ConfigurationReconciler {
             Err(error) => Err(error),
         };
         let image = applied.as_ref().map_or_else(|_| reference.clone(), |a| a.image.clone());
-        let fetched = match (&policy, &applied) {
+        let credentials = match (&policy, &applied) {
             (Err(error), _) => Err(error.to_string()),
             (_, Err(error)) => Err(error.clone()),
-            (Ok(policy), Ok(applied)) => match image_configs::pull_credentials(&self.kube, &image_configs::pull_secret_names(package, applied), &image).await {
-                Err(error) => Err(error),
-                Ok(credentials) => fetch(&image, &credentials, *policy, &self.cache).await.map_err(|e| e.to_string()),
-            },
+            (Ok(policy), Ok(applied)) => {
+                image_configs::pull_credentials(&self.kube, &image_configs::pull_secret_names(package, applied), &image).await.map(|c| (*policy, c))
+            }
+        };
+        let fetched = match credentials {
+            Err(error) => Err(error),
+            Ok((policy, credentials)) => self.fetch_reporting(package, &image, &credentials, policy).await,
         };
         let applied_refs = applied.as_ref().map(image_configs::Applied::refs_json).unwrap_or_else(|_| json!([]));
         set_or_remove_status_field(package, "appliedImageConfigRefs", applied_refs.clone());
@@ -208,6 +215,51 @@ impl ConfigurationReconciler {
             (Ok(()), Ok(PullPolicy::Always)) => Action::RequeueAfter(Duration::from_secs(60)),
             (Ok(()), _) => Action::Done,
         })
+    }
+
+    /// Fetches the package; while a pull takes longer than a second, its progress (bytes and
+    /// layers) is the package's `Installed=False/UnpackingPackage` message (Crossplane's own
+    /// condition for a package being unpacked; it has none for progress, and the revision is
+    /// made only once the package is read, as Crossplane makes it) and a log line, each second.
+    /// The status the pull found is put back afterwards, so the reconcile's own write of the
+    /// outcome is never skipped as unchanged.
+    async fn fetch_reporting(&self, package: &mut Value, image: &str, credentials: &oxplane_xpkg::registry::Credentials, policy: PullPolicy) -> Result<Fetched, String> {
+        let (sender, receiver) = tokio::sync::watch::channel(Progress::default());
+        let pull = fetch_with_progress(image, credentials, policy, &self.cache, Some(&sender));
+        tokio::pin!(pull);
+        let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
+        ticks.tick().await;
+        let (name, kind) = (object::name(package).unwrap_or_default().to_string(), configuration_kind());
+        let mut shown: Option<Progress> = None;
+        let fetched = loop {
+            tokio::select! {
+                fetched = &mut pull => break fetched.map_err(|e| e.to_string()),
+                _ = ticks.tick() => {
+                    let progress = *receiver.borrow();
+                    if progress.total_layers == 0 || shown == Some(progress) {
+                        continue;
+                    }
+                    let message = format!("pulling package {image}: {}", progress.describe());
+                    tracing::info!(configuration = %name, "{message}");
+                    let mut reporting = package.clone();
+                    conditions::set(&mut reporting, Condition::new("Installed", "False", "UnpackingPackage").with_message(message));
+                    let patch = json!({"status": {"conditions": reporting.pointer("/status/conditions").cloned().unwrap_or(Value::Null)}});
+                    // A report that cannot be written is only a report: the pull goes on.
+                    if let Err(error) = self.kube.merge_patch_status(&kind, None, &name, &patch).await {
+                        tracing::debug!(configuration = %name, %error, "cannot report the pull's progress");
+                    }
+                    shown = Some(progress);
+                }
+            }
+        };
+        if shown.is_some() {
+            let restore = json!({"status": {"conditions": package.pointer("/status/conditions").cloned().unwrap_or(Value::Null)}});
+            let restored = self.kube.merge_patch_status(&kind, None, &name, &restore).await.map_err(|e| format!("cannot update the package's status: {e}"))?;
+            if let Some(version) = restored.pointer("/metadata/resourceVersion") {
+                package["metadata"]["resourceVersion"] = version.clone();
+            }
+        }
+        fetched
     }
 
     /// The revision for this digest, created when missing (numbered after the highest).
