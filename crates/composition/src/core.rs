@@ -45,6 +45,9 @@ pub enum CoreError {
     /// The `default` DeploymentRuntimeConfig could not be created.
     #[error("cannot create the default DeploymentRuntimeConfig: {0}")]
     RuntimeConfig(ApiError),
+    /// The default ManagedResourceActivationPolicy could not be created.
+    #[error("cannot create the default ManagedResourceActivationPolicy: {0}")]
+    ActivationPolicy(ApiError),
     /// A Provider asked for at start could not be created.
     #[error("cannot create Provider {name}: {error}")]
     Provider {
@@ -83,6 +86,10 @@ pub struct CoreOptions {
     /// Whether the dependency resolver may change installed dependencies' versions
     /// (`--enable-dependency-version-upgrades`, `--enable-dependency-version-downgrades`).
     pub dependency_versions: packages::lock::VersionChanges,
+    /// The entries of the default ManagedResourceActivationPolicy created at start unless it
+    /// exists (`--default-activations`, as Crossplane's chart value
+    /// `provider.defaultActivations`); empty: none is created.
+    pub default_activations: Vec<String>,
     /// The identities Crossplane's components act as, where the API server can hand out
     /// clients for them (`oxplane up`); none: everything acts as the runtime's client (against
     /// another API server, whoever the kubeconfig names, which should be Crossplane's
@@ -136,6 +143,7 @@ impl Core {
         install_core_crds(&installer).await?;
         crate::rbac::install_chart_roles(&installer).await.map_err(CoreError::Rbac)?;
         install_default_runtime_config(&installer).await?;
+        crate::mrd::install_default_policy(&installer, &options.default_activations).await.map_err(CoreError::ActivationPolicy)?;
         if options.identities.is_some() {
             wait_for_core_role(&runtime.kube).await?;
         }
@@ -162,6 +170,8 @@ impl Core {
         );
         let builtins = [("Provider", providers.builtin_names()), ("Function", function_installer.builtin_names())].into_iter().collect();
         let controllers = vec![
+            crate::mrd::start_definition_controller(runtime),
+            crate::mrd::start_policy_controller(runtime),
             packages::start_controller(runtime, providers.clone()),
             packages::start_controller(runtime, function_installer),
             packages::lock::start_controller(runtime, builtins, options.dependency_versions),

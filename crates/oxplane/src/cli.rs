@@ -61,6 +61,11 @@ pub enum Command {
         /// naming one; repeatable.
         #[arg(long = "provider", value_name = "NAME")]
         providers: Vec<String>,
+        /// The entries (names or globs, comma-separated) of the ManagedResourceActivationPolicy
+        /// `crossplane-default-activation-policy`, created at start unless it exists, as
+        /// Crossplane's chart value `provider.defaultActivations`; '' creates none.
+        #[arg(long, value_name = "PATTERNS", value_delimiter = ',', default_value = "*")]
+        default_activations: Vec<String>,
         /// How long a watch on a kind nothing depends on any more is kept before it stops.
         #[arg(long, value_name = "SECONDS", default_value_t = 10)]
         watch_grace_period: u64,
@@ -200,6 +205,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             max_mutating_requests_inflight,
             token_auth_file,
             providers,
+            default_activations,
             watch_grace_period,
             watch_reassert_interval,
             circuit_breaker_burst,
@@ -242,7 +248,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let function_response_cache = enable_function_response_cache.then(|| {
                 oxplane_functions::cache::ResponseCache::new(config.data_dir.join("cache/xfn"), xfn_cache_max_ttl, oxplane_functions::cache::DEFAULT_MAX_BYTES)
             });
-            crate::up::run(crate::up::UpOptions { server: config, providers, watch_grace: std::time::Duration::from_secs(watch_grace_period),
+            crate::up::run(crate::up::UpOptions { server: config, providers, default_activations, watch_grace: std::time::Duration::from_secs(watch_grace_period),
                 reassert: std::time::Duration::from_secs(watch_reassert_interval.max(1)),
                 circuit,
                 functions: oxplane_functions::builtin::BuiltinOptions { go_templating_dir },

@@ -23,6 +23,8 @@ pub struct UpOptions {
     pub server: ServerConfig,
     /// Providers to install at start.
     pub providers: Vec<String>,
+    /// The default ManagedResourceActivationPolicy's entries (none: no default policy).
+    pub default_activations: Vec<String>,
     /// How long idle watches are kept.
     pub watch_grace: Duration,
     /// How often XR controllers re-assert their watches.
@@ -68,8 +70,24 @@ async fn refresh_conversion_webhooks(client: kube::Client, options: &oxplane_pro
     let Some(webhook) = &options.kubernetes_conversion else {
         return Ok(());
     };
-    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client);
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
     let name = format!("objects.{}", oxplane_providers::kubernetes::CLUSTER_GROUP);
+    let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle, "service": null}}}}});
+    // The ManagedResourceDefinition the CRD is made from first, or the MRD controller would
+    // write the old address back (not served yet on a first start: nothing to point).
+    let mrd = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk("apiextensions.crossplane.io", "v1alpha1", "ManagedResourceDefinition"),
+        "managedresourcedefinitions",
+    );
+    let mrds: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client, &mrd);
+    let converting = match mrds.get_opt(&name).await {
+        Ok(found) => found.is_some_and(|m| m.data.pointer("/spec/conversion/strategy").and_then(serde_json::Value::as_str) == Some("Webhook")),
+        Err(kube::Error::Api(status)) if status.code == 404 => false,
+        Err(error) => return Err(error.into()),
+    };
+    if converting {
+        mrds.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
+    }
     // Not installed yet (provider-kubernetes writes it with this address), or not converting
     // through a webhook: nothing to point.
     let Some(crd) = crds.get_opt(&name).await? else {
@@ -78,7 +96,6 @@ async fn refresh_conversion_webhooks(client: kube::Client, options: &oxplane_pro
     if !crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook") {
         return Ok(());
     }
-    let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle, "service": null}}}}});
     crds.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
     Ok(())
 }
@@ -144,6 +161,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             function_tls_dir: Some(function_tls_dir.clone()),
             function_response_cache: options.function_response_cache.clone(),
             install: options.providers.clone(),
+            default_activations: options.default_activations.clone(),
             reassert: options.reassert,
             circuit: options.circuit,
             operations: options.operations.clone(),

@@ -36,6 +36,7 @@ mod kubectl_reviews;
 mod operations;
 mod leader_election;
 mod managed_crash;
+mod managed_resource_definitions;
 mod operations_logs;
 mod package_dependencies;
 mod provider_configs;

@@ -1,5 +1,7 @@
-//! Installing a built-in provider: apply its CRDs (labelled with the package name), wait for
-//! them to be established, start its controllers. Uninstalling deletes the CRDs once no
+//! Installing a built-in provider: apply its CRDs (labelled with the package name) as
+//! ManagedResourceDefinitions (see [`crate::mrd`]), wait for the active ones to be
+//! established, start its controllers (a kind activated later is served to them once its CRD
+//! appears). Uninstalling deletes the CRDs once no
 //! managed resource of the provider is left, then stops the controllers.
 
 use std::collections::{BTreeMap, HashMap};
@@ -7,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use oxplane_runtime::Runtime;
 use oxplane_runtime::client::DeleteOptions;
-use oxplane_runtime::conditions;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
 use oxplane_runtime::provider::{BuiltinProvider, ProviderHandle, package_name};
@@ -17,9 +18,6 @@ use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 
 use super::reconciler::{Installer, revision_name};
 use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
-
-/// The field manager that applies provider CRDs.
-pub const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
 
 /// Installs built-in providers.
 pub struct ProviderInstaller {
@@ -135,6 +133,16 @@ impl ProviderInstaller {
     }
 }
 
+/// `pkg.oxplane.io/capabilities` on a Provider: the capabilities its built-in package declares
+/// (comma-separated, e.g. `safe-start`). A built-in has no package metadata to read them from;
+/// it declares none unless this says so.
+pub const ANNOTATION_CAPABILITIES: &str = "pkg.oxplane.io/capabilities";
+
+/// The capabilities a built-in provider package declares.
+fn capabilities(package: &Value) -> impl Iterator<Item = &str> {
+    object::annotation(package, ANNOTATION_CAPABILITIES).unwrap_or_default().split(',').map(str::trim).filter(|c| !c.is_empty())
+}
+
 fn is_managed(crd: &Value) -> bool {
     crd.pointer("/spec/names/categories").and_then(Value::as_array).is_some_and(|c| c.iter().any(|c| c.as_str() == Some("managed")))
 }
@@ -163,29 +171,11 @@ impl Installer for ProviderInstaller {
             return Err(format!("{reference:?} is not a built-in provider"));
         };
         let owners = self.owners(package, reference).await?;
-        let mut waiting = Vec::new();
-        for mut crd in provider.crds(reference) {
-            // The package's common labels and annotations go on everything it installs.
-            for (field, set) in [("commonLabels", object::set_label as fn(&mut Value, &str, &str)), ("commonAnnotations", object::set_annotation)] {
-                for (key, value) in package.pointer(&format!("/spec/{field}")).and_then(Value::as_object).into_iter().flatten() {
-                    set(&mut crd, key, value.as_str().unwrap_or_default());
-                }
-            }
-            object::set_label(&mut crd, LABEL_PACKAGE, name);
-            crd["metadata"]["ownerReferences"] = Value::Array(owners.clone());
-            let crd_name = object::name(&crd).unwrap_or_default().to_string();
-            let applied = self
-                .runtime
-                .kube
-                .apply(&crd_kind(), &crd, FIELD_MANAGER, true)
-                .await
-                .map_err(|e| format!("cannot apply CustomResourceDefinition {crd_name}: {e}"))?;
-            if !conditions::is_true(&applied, "Established") {
-                waiting.push(crd_name);
-            }
-        }
-        if !waiting.is_empty() {
-            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
+        // Its managed kinds become MRDs, whose CRDs the MRD controller creates once active.
+        let installed = crate::mrd::install_provider_crds(&self.runtime.kube, package, provider.crds(reference), &owners, crate::mrd::is_safe_start(capabilities(package)))
+            .await?;
+        if !installed.waiting.is_empty() {
+            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", installed.waiting.join(", "))));
         }
         // A missing DeploymentRuntimeConfig means no arguments, as an empty one does.
         let config_name = runtime_config_name(package);
@@ -239,6 +229,21 @@ impl Installer for ProviderInstaller {
 
     async fn uninstall(&self, package: &Value) -> Result<Option<String>, String> {
         let name = object::name(package).unwrap_or_default();
+        // The MRDs first: an active one would create its CRD again.
+        let definitions = self
+            .runtime
+            .kube
+            .list(&crate::mrd::mrd_kind(), None, Some(&format!("{LABEL_PACKAGE}={name}")))
+            .await
+            .map_err(|e| format!("cannot list the provider's ManagedResourceDefinitions: {e}"))?;
+        for mrd in definitions.iter().filter(|mrd| !object::is_deleting(mrd)) {
+            let mrd_name = object::name(mrd).unwrap_or_default();
+            self.runtime
+                .kube
+                .delete(&crate::mrd::mrd_kind(), None, mrd_name, &DeleteOptions::default())
+                .await
+                .map_err(|e| format!("cannot delete ManagedResourceDefinition {mrd_name}: {e}"))?;
+        }
         let remaining = self.installed_crds(name).await?;
         if !remaining.is_empty() {
             let mut names = Vec::new();
@@ -279,10 +284,14 @@ impl Installer for ProviderInstaller {
             .map(|p| p.crds(reference))
             .unwrap_or_default()
             .iter()
-            .map(|crd| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": object::name(crd)}))
+            .map(crate::mrd::object_ref)
             .collect();
         let mut status = Map::new();
         status.insert("objectRefs".into(), Value::Array(refs));
+        let capabilities: Vec<Value> = capabilities(package).map(|c| json!(c)).collect();
+        if !capabilities.is_empty() {
+            status.insert("capabilities".into(), Value::Array(capabilities));
+        }
         status
     }
 }

@@ -72,6 +72,11 @@ pub fn revision_objects(revision: &Value) -> Vec<(oxplane_runtime::kinds::Kind, 
     let mut system_rules = rules(&["get", "list", "watch", "update", "patch", "create"]);
     system_rules.push(json!({"apiGroups": groups.keys().collect::<Vec<_>>(), "resources": ["*/finalizers"], "verbs": ["update"]}));
     system_rules.push(json!({"apiGroups": ["", "coordination.k8s.io"], "resources": ["secrets", "configmaps", "events", "leases"], "verbs": ["*"]}));
+    // A safe-start provider waits for its kinds' CRDs to be established, so it reads CRDs.
+    let capabilities = revision.pointer("/status/capabilities").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str);
+    if crate::mrd::is_safe_start(capabilities) {
+        system_rules.push(json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"]}));
+    }
     let account = service_account_name(name);
     vec![
         (
@@ -212,6 +217,16 @@ mod tests {
             assert_eq!(object["metadata"]["ownerReferences"][0]["uid"], "r1");
             assert_eq!(object["metadata"]["ownerReferences"][0]["controller"], true);
         }
+    }
+
+    #[test]
+    fn a_safe_start_revision_may_read_crds() {
+        let crd_rule = json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["get", "list", "watch"]});
+        let system_rules = |revision: &Value| revision_objects(revision)[3].1["rules"].as_array().unwrap().clone();
+        assert!(!system_rules(&revision()).contains(&crd_rule));
+        let mut safe_start = revision();
+        safe_start["status"]["capabilities"] = json!(["SafeStart"]);
+        assert_eq!(system_rules(&safe_start).last(), Some(&crd_rule));
     }
 
     #[test]

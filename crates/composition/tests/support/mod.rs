@@ -59,6 +59,7 @@ impl Plane {
             package_cache_dir: None,
             package_runtime_dir: None,
             dependency_versions: Default::default(),
+            default_activations: vec!["*".to_string()],
             identities: None,
         })
             .await

@@ -25,6 +25,11 @@ pub struct ControllersArgs {
     /// naming one; repeatable.
     #[arg(long = "provider", value_name = "NAME")]
     providers: Vec<String>,
+    /// The entries (names or globs, comma-separated) of the ManagedResourceActivationPolicy
+    /// `crossplane-default-activation-policy`, created at start unless it exists, as
+    /// Crossplane's chart value `provider.defaultActivations`; '' creates none.
+    #[arg(long, value_name = "PATTERNS", value_delimiter = ',', default_value = "*")]
+    default_activations: Vec<String>,
     /// How long a watch on a kind nothing depends on any more is kept before it stops.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     watch_grace_period: u64,
@@ -67,6 +72,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 function_tls_dir: None,
                 function_response_cache: None,
                 install: args.providers,
+                default_activations: args.default_activations,
                 reassert: Duration::from_secs(30),
                 circuit: Default::default(),
                 operations: None,
