@@ -84,7 +84,14 @@ impl Reconciler for PolicyReconciler {
                 Ok(mrds) => {
                     let (activated, failed) = self.activate(&policy, &mrds).await;
                     let matched = activated.len() + failed;
-                    object::set_status_field(&mut policy, "activated", json!(activated));
+                    if activated.is_empty() {
+                        // Left out when empty, as Crossplane's `omitempty` leaves it.
+                        if let Some(status) = policy.get_mut("status").and_then(Value::as_object_mut) {
+                            status.remove("activated");
+                        }
+                    } else {
+                        object::set_status_field(&mut policy, "activated", json!(activated));
+                    }
                     if failed == 0 {
                         conditions::set(&mut policy, Condition::new("Healthy", "True", "Running"));
                     } else {
