@@ -152,6 +152,8 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         ("pkg.crossplane.io/v1beta1", "deploymentruntimeconfigs", &[], &["crossplane"], false),
         ("pkg.crossplane.io/v1beta1", "locks", &[], &[], false),
         ("pkg.crossplane.io/v1beta1", "imageconfigs", &[], &["crossplane"], false),
+        ("apiextensions.crossplane.io/v1alpha1", "managedresourcedefinitions", &["mrd", "mrds"], &["crossplane"], false),
+        ("apiextensions.crossplane.io/v1alpha1", "managedresourceactivationpolicies", &["mrap"], &["crossplane"], false),
     ];
     for (group_version, plural, short_names, categories, namespaced) in expected {
         let list = plane.client.list_api_group_resources(group_version).await.unwrap();
@@ -193,6 +195,8 @@ async fn discovery_shows_names_categories_scopes_and_versions() {
         "configurationrevisions.pkg.crossplane.io",
         "deploymentruntimeconfigs.pkg.crossplane.io",
         "imageconfigs.pkg.crossplane.io",
+        "managedresourcedefinitions.apiextensions.crossplane.io",
+        "managedresourceactivationpolicies.apiextensions.crossplane.io",
         // Operations (this plane serves them, as --enable-operations does).
         "operations.ops.crossplane.io",
         "cronoperations.ops.crossplane.io",
