@@ -2,7 +2,8 @@
 //! provider's managed kinds are MRDs; a `safe-start` provider's start `Inactive`, with no CRD,
 //! until a policy's glob activates one (its CRD appears, its resources reconcile, the others
 //! stay inactive); the default policy activates everything, and `--default-activations ''`
-//! creates none; ProviderConfig kinds stay plain CRDs.
+//! creates none; ProviderConfig kinds stay plain CRDs; an MRD says why it has no CRD (blocked,
+//! paused, terminating).
 
 use crate::support::{Server, condition, within};
 
@@ -159,4 +160,45 @@ fn the_default_policy_activates_every_provider_kind() {
     within(T, "the provider's MRDs and CRDs gone", || {
         [NOPS, CLUSTER_NOPS].iter().all(|n| server.get(&["mrd", n]).is_none() && !crd_exists(&server, n))
     });
+}
+
+/// An MRD of `<plural>.example.org` written by hand (no provider behind it).
+fn custom_mrd(plural: &str, kind: &str, metadata: &str, versions: &str) -> String {
+    format!(
+        "apiVersion: apiextensions.crossplane.io/v1alpha1\nkind: ManagedResourceDefinition\nmetadata:\n  name: {plural}.example.org\n{metadata}spec:\n  group: example.org\n  names: {{kind: {kind}, plural: {plural}}}\n  scope: Cluster\n  state: Active\n  versions:\n{versions}"
+    )
+}
+
+const ONE_VERSION: &str = "  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n";
+
+#[test]
+fn an_mrd_says_why_it_has_no_crd() {
+    let server = Server::start();
+
+    // A CRD the API server refuses (two storage versions) blocks the MRD, naming where to look.
+    let two_storage = format!("{ONE_VERSION}  - {{name: v2, served: true, storage: true, schema: {{openAPIV3Schema: {{type: object}}}}}}\n");
+    server.apply(&custom_mrd("widgets", "Widget", "", &two_storage));
+    within(T, "the blocked MRD", || {
+        server.get(&["mrd", "widgets.example.org"]).and_then(|m| condition(&m, "Established")).is_some_and(|c| {
+            c["status"] == "False" && c["reason"] == "BlockedManagedResourceActivationPolicy" && c["message"] == "unable to apply CustomResourceDefinition, see events"
+        })
+    });
+    let events = events_of(&server, "widgets.example.org");
+    assert!(events.iter().any(|(reason, message)| reason == "ApplyCustomResourceDefinition" && message.contains("cannot apply CustomResourceDefinition")), "{events:?}");
+    assert!(!crd_exists(&server, "widgets.example.org"));
+
+    // A paused MRD is left alone, active or not; unpaused, it gets its CRD.
+    server.apply(&custom_mrd("gadgets", "Gadget", "  annotations:\n    crossplane.io/paused: \"true\"\n", ONE_VERSION));
+    within(T, "the pause reported", || events_of(&server, "gadgets.example.org").contains(&("ReconciliationPaused".into(), "Reconciliation is paused via the pause annotation".into())));
+    assert!(!crd_exists(&server, "gadgets.example.org"), "a paused MRD creates nothing");
+    server.kubectl(&["annotate", "mrd", "gadgets.example.org", "crossplane.io/paused-"]);
+    within(T, "the unpaused MRD established", || established(&server, "gadgets.example.org") == Some(("True".into(), "EstablishedManagedResource".into())));
+    assert!(crd_exists(&server, "gadgets.example.org"));
+
+    // While a finalizer holds it, a deleted MRD is terminating; once gone, its CRD goes too.
+    server.kubectl(&["patch", "mrd", "gadgets.example.org", "--type=merge", "-p", r#"{"metadata":{"finalizers":["example.org/hold"]}}"#]);
+    server.kubectl(&["delete", "mrd", "gadgets.example.org", "--wait=false"]);
+    within(T, "the terminating MRD", || established(&server, "gadgets.example.org") == Some(("False".into(), "TerminatingManagedResource".into())));
+    server.kubectl(&["patch", "mrd", "gadgets.example.org", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
+    within(T, "the CRD collected with its MRD", || server.get(&["mrd", "gadgets.example.org"]).is_none() && !crd_exists(&server, "gadgets.example.org"));
 }
