@@ -3,7 +3,7 @@
 //! until a policy's glob activates one (its CRD appears, its resources reconcile, the others
 //! stay inactive); the default policy activates everything, and `--default-activations ''`
 //! creates none; ProviderConfig kinds stay plain CRDs; an MRD says why it has no CRD (blocked,
-//! paused, terminating).
+//! paused, terminating); the default policy is made from the flag once and then left alone.
 
 use crate::support::{Server, condition, within};
 
@@ -201,4 +201,20 @@ fn an_mrd_says_why_it_has_no_crd() {
     within(T, "the terminating MRD", || established(&server, "gadgets.example.org") == Some(("False".into(), "TerminatingManagedResource".into())));
     server.kubectl(&["patch", "mrd", "gadgets.example.org", "--type=merge", "-p", r#"{"metadata":{"finalizers":null}}"#]);
     within(T, "the CRD collected with its MRD", || server.get(&["mrd", "gadgets.example.org"]).is_none() && !crd_exists(&server, "gadgets.example.org"));
+}
+
+#[test]
+fn the_default_policy_is_made_from_the_flag_once_and_then_left_to_its_users() {
+    let mut server = Server::start_with(&["--default-activations", "nopresources.*,clusternop*"]);
+    let activate = |server: &Server| server.get(&["mrap", "crossplane-default-activation-policy"]).map(|p| p["spec"]["activate"].clone());
+    assert_eq!(activate(&server), Some(serde_json::json!(["nopresources.*", "clusternop*"])));
+    // Edited by its users, it is kept as they left it across restarts, whatever the flag says.
+    server.kubectl(&["patch", "mrap", "crossplane-default-activation-policy", "--type=merge", "-p", r#"{"spec":{"activate":["things.example.org"]}}"#]);
+    server.set_args(&[]);
+    server.restart();
+    assert_eq!(activate(&server), Some(serde_json::json!(["things.example.org"])));
+    // Deleted, it is made again at the next start from the flag of that start.
+    server.kubectl(&["delete", "mrap", "crossplane-default-activation-policy"]);
+    server.restart();
+    assert_eq!(activate(&server), Some(serde_json::json!(["*"])));
 }
