@@ -10,10 +10,8 @@ use oxplane_runtime::object;
 use serde_json::Value;
 
 use super::{becomes_mrd, is_active, mrd_kind, mrd_of};
+use crate::packages::providers::FIELD_MANAGER;
 use crate::packages::{LABEL_PACKAGE, crd_kind};
-
-/// The field manager the package manager applies MRDs and CRDs with.
-pub const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
 
 /// What installing a provider's CRDs left to wait for.
 #[derive(Debug, Default, PartialEq)]

@@ -24,7 +24,7 @@ mod function_runtime;
 mod functions;
 pub mod image_configs;
 pub mod lock;
-mod providers;
+pub(crate) mod providers;
 mod reconciler;
 
 pub use function_runtime::FunctionRuntimes;

@@ -19,6 +19,9 @@ use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 use super::reconciler::{Installer, revision_name};
 use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
 
+/// The field manager the package manager applies what packages install with.
+pub const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
+
 /// Installs built-in providers.
 pub struct ProviderInstaller {
     runtime: Runtime,
