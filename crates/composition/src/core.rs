@@ -90,6 +90,9 @@ pub struct CoreOptions {
     /// exists (`--default-activations`, as Crossplane's chart value
     /// `provider.defaultActivations`); empty: none is created.
     pub default_activations: Vec<String>,
+    /// Package references served by their registry's package even when they name a built-in
+    /// (`--pull-package` prefixes).
+    pub package_sources: packages::PackageSources,
     /// The identities Crossplane's components act as, where the API server can hand out
     /// clients for them (`oxplane up`); none: everything acts as the runtime's client (against
     /// another API server, whoever the kubeconfig names, which should be Crossplane's
@@ -166,15 +169,16 @@ impl Core {
             FunctionInstaller::new(functions.clone(), options.functions)
                 .with_runtimes(runtimes)
                 .with_tls_dir(options.function_tls_dir)
-                .with_response_cache(options.function_response_cache),
+                .with_response_cache(options.function_response_cache)
+                .with_sources(options.package_sources.clone()),
         );
         let builtins = [("Provider", providers.builtin_names()), ("Function", function_installer.builtin_names())].into_iter().collect();
         let controllers = vec![
             crate::mrd::start_definition_controller(runtime),
             crate::mrd::start_policy_controller(runtime),
-            packages::start_controller(runtime, providers.clone()),
-            packages::start_controller(runtime, function_installer),
-            packages::lock::start_controller(runtime, builtins, options.dependency_versions),
+            packages::start_controller(runtime, providers.clone(), options.package_sources.clone()),
+            packages::start_controller(runtime, function_installer, options.package_sources.clone()),
+            packages::lock::start_controller(runtime, builtins, options.dependency_versions, options.package_sources.clone()),
             packages::configurations::start_controller(
                 runtime,
                 options.package_cache_dir.clone().unwrap_or_else(|| std::env::temp_dir().join("oxplane-xpkg-cache")),

@@ -256,6 +256,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 operations: enable_operations.then(|| oxplane_composition::ops::Clock::with_rate(operations_clock_rate)),
                 function_response_cache,
                 dependency_versions: packages.dependency_versions(),
+                package_sources: packages.package_sources(),
             })
         }
         Command::Bench { which } => bench::run(which),

@@ -140,11 +140,22 @@ pub struct PackageFlags {
     /// downgrade the dependency to the highest lower version that does.
     #[arg(long, requires = "enable_dependency_version_upgrades")]
     enable_dependency_version_downgrades: bool,
+    /// Package references starting with PREFIX (e.g. `xpkg.crossplane.io/crossplane-contrib/`)
+    /// are pulled from their registry and run as the package's own image even when they name a
+    /// built-in provider or function, and dependencies on them are resolved from the
+    /// registry's tags; repeatable. Other references naming a built-in use the built-in.
+    #[arg(long = "pull-package", value_name = "PREFIX")]
+    pull_packages: Vec<String>,
 }
 
 impl PackageFlags {
     /// How the resolver may change installed dependencies.
     pub fn dependency_versions(&self) -> oxplane_composition::packages::lock::VersionChanges {
         oxplane_composition::packages::lock::VersionChanges { upgrades: self.enable_dependency_version_upgrades, downgrades: self.enable_dependency_version_downgrades }
+    }
+
+    /// Which package references are pulled whatever they are named.
+    pub fn package_sources(&self) -> oxplane_composition::packages::PackageSources {
+        oxplane_composition::packages::PackageSources::new(self.pull_packages.clone())
     }
 }

@@ -41,6 +41,8 @@ pub struct UpOptions {
     pub function_response_cache: Option<std::sync::Arc<oxplane_functions::cache::ResponseCache>>,
     /// Whether the dependency resolver may change installed dependencies' versions.
     pub dependency_versions: oxplane_composition::packages::lock::VersionChanges,
+    /// Package references pulled even when they name a built-in (`--pull-package`).
+    pub package_sources: oxplane_composition::packages::PackageSources,
 }
 
 /// Serves the built-in providers' CRD conversion webhooks on loopback (a free port, a
@@ -168,6 +170,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             package_cache_dir: Some(package_cache_dir.clone()),
             package_runtime_dir: Some(package_runtime_dir.clone()),
             dependency_versions: options.dependency_versions,
+            package_sources: options.package_sources.clone(),
             identities: Some(identities.clone()),
         };
         if !options.controllers {

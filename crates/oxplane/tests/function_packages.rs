@@ -78,23 +78,8 @@ spec:
 fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     let registry = Registry::shared();
     let dir = tempfile::tempdir().unwrap();
-    // The function package: its runtime runs oxplane's own function server.
-    let package = dir.path().join("function");
-    write(&package.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-pt}\nspec: {capabilities: [composition]}\n");
-    let program = dir.path().join("rootfs/usr/local/bin/function");
-    write(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")));
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let file = dir.path().join("function-pt.xpkg");
-    let built = Command::new(env!("CARGO_BIN_EXE_oxplane"))
-        .args(["xpkg", "build", "-f", package.to_str().unwrap(), "-o", file.to_str().unwrap(), "--runtime-root"])
-        .arg(dir.path().join("rootfs"))
-        .args(["--entrypoint", "/usr/local/bin/function"])
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let function_source = format!("{}/fns/function-pt", registry.host);
-    let pushed = Command::new(env!("CARGO_BIN_EXE_oxplane")).args(["xpkg", "push", &format!("{function_source}:v0.1.0"), "-f", file.to_str().unwrap()]).output().unwrap();
-    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+    push_function(dir.path(), &format!("{function_source}:v0.1.0"));
 
     // The Configuration: the XRD and Composition above, depending on the function and provider-nop.
     let platform = format!("{}/platform/caches:v0.1.0", registry.host);
@@ -136,6 +121,73 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     // The process's output is kept per revision in the data directory.
     let log = server.dir().join("runtimes/functions/logs").join(format!("{}.log", revision["metadata"]["name"].as_str().unwrap()));
     assert!(log.exists(), "{}", log.display());
+}
+
+/// Builds (in `dir`) and pushes to `reference` a Function package whose runtime runs
+/// oxplane's own function server for function-patch-and-transform.
+fn push_function(dir: &Path, reference: &str) {
+    let package = dir.join("function");
+    write(&package.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-pt}\nspec: {capabilities: [composition]}\n");
+    let program = dir.join("rootfs/usr/local/bin/function");
+    write(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")));
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.join("function-pt.xpkg");
+    let built = Command::new(env!("CARGO_BIN_EXE_oxplane"))
+        .args(["xpkg", "build", "-f", package.to_str().unwrap(), "-o", file.to_str().unwrap(), "--runtime-root"])
+        .arg(dir.join("rootfs"))
+        .args(["--entrypoint", "/usr/local/bin/function"])
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let pushed = Command::new(env!("CARGO_BIN_EXE_oxplane")).args(["xpkg", "push", reference, "-f", file.to_str().unwrap()]).output().unwrap();
+    assert!(pushed.status.success(), "{}", String::from_utf8_lossy(&pushed.stderr));
+}
+
+/// `oxplane up --pull-package PREFIX` turns the built-in off for the references starting with
+/// PREFIX: a Function named as a built-in one is pulled and run as its package's process, and
+/// a dependency on it is resolved from its registry's tags (the highest allowed, where a
+/// built-in is installed at the version its constraint names); other references still use
+/// the built-in.
+#[test]
+fn pull_package_prefixes_turn_the_built_in_off_for_those_packages() {
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    let source = format!("{}/real/function-patch-and-transform", registry.host);
+    for tag in ["v0.1.0", "v0.2.0"] {
+        push_function(dir.path(), &format!("{source}:{tag}"));
+    }
+    let platform = format!("{}/real/platform:v0.1.0", registry.host);
+    push_stream(
+        &platform,
+        &format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: platform\nspec:\n  dependsOn:\n  - function: {source}\n    version: \">=v0.1.0\"\n"),
+    );
+
+    let server = Server::start_with(&["--pull-package", &format!("{}/real/", registry.host)]);
+    server.apply(&configuration("platform", &platform));
+    server.apply("apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-auto-ready}\nspec: {package: xpkg.crossplane.io/crossplane-contrib/function-auto-ready:v0.2.1}\n");
+    server.kubectl(&["wait", "--for=condition=Healthy", "configuration/platform", "--timeout=90s"]);
+    server.kubectl(&["wait", "--for=condition=Healthy", "function/real-function-patch-and-transform", "function/function-auto-ready", "--timeout=90s"]);
+    let function = server.get(&["function", "real-function-patch-and-transform"]).unwrap();
+    assert_eq!(function["spec"]["package"], format!("{source}:v0.2.0").as_str(), "the highest tag of its registry");
+    let endpoint = |name: &str| {
+        let package = server.get(&["function", name]).unwrap();
+        let revision = server.get(&["functionrevision", package["status"]["currentRevision"].as_str().unwrap()]).unwrap();
+        revision["status"]["endpoint"].as_str().unwrap_or_default().to_string()
+    };
+    assert!(endpoint("real-function-patch-and-transform").starts_with("127.0.0.1:"), "pulled and run as a process");
+    assert_ne!(function_process(server.pid()), 0, "its process runs");
+    assert_eq!(endpoint("function-auto-ready"), "in-process:///function-auto-ready", "other references keep the built-in");
+
+    // Pulled providers are not run yet: a Provider the prefix sends to its registry is refused
+    // with the cause, rather than served by the built-in of its name.
+    let provider = format!("{}/real/provider-nop:v0.4.0", registry.host);
+    server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata: {{name: provider-nop}}\nspec: {{package: {provider}}}\n"));
+    let installed = crate::configurations::wait_condition(&server, "provider/provider-nop", "Installed", |c| c["reason"] == "UnpackingPackage");
+    assert_eq!(
+        installed["message"],
+        format!("cannot unpack package: {provider:?} is to be pulled from its registry (oxplane up --pull-package {}/real/), and this oxplane runs no pulled provider packages", registry.host).as_str()
+    );
+    assert!(server.get(&["crd", "nopresources.nop.crossplane.io"]).is_none(), "the built-in is not installed");
 }
 
 /// The pid of the function server process oxplane (`server`) started, or 0.

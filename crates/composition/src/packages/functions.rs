@@ -121,12 +121,22 @@ pub struct FunctionInstaller {
     cache: Option<Arc<ResponseCache>>,
     /// The processes of pulled Function packages (none: only built-ins and endpoints).
     runtimes: Option<Arc<FunctionRuntimes>>,
+    /// Which references are served by a built-in function.
+    sources: super::PackageSources,
 }
 
 impl FunctionInstaller {
     /// An installer of the given built-in functions (by package name) into `registry`.
     pub fn new(registry: Arc<FunctionRegistry>, catalog: Vec<(&'static str, Arc<dyn Function>)>) -> Self {
-        FunctionInstaller { registry, catalog: catalog.into_iter().collect(), tls_dir: None, remotes: Mutex::new(HashMap::new()), cache: None, runtimes: None }
+        FunctionInstaller {
+            registry,
+            catalog: catalog.into_iter().collect(),
+            tls_dir: None,
+            remotes: Mutex::new(HashMap::new()),
+            cache: None,
+            runtimes: None,
+            sources: super::PackageSources::default(),
+        }
     }
 
     /// Answers functions reached over gRPC from `cache` when it holds a live response to the
@@ -135,6 +145,18 @@ impl FunctionInstaller {
     pub fn with_response_cache(mut self, cache: Option<Arc<ResponseCache>>) -> Self {
         self.cache = cache;
         self
+    }
+
+    /// Serves with a built-in function only the references `sources` leaves built in (the
+    /// others are pulled).
+    pub fn with_sources(mut self, sources: super::PackageSources) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// Whether `reference` is served by one of the built-in functions.
+    fn is_builtin(&self, reference: &str) -> bool {
+        self.sources.is_builtin(&self.builtin_names(), reference)
     }
 
     /// Pulls Function packages that are not built in and runs them with `runtimes`.
@@ -217,8 +239,12 @@ impl Installer for FunctionInstaller {
         self.catalog.keys().copied().collect()
     }
 
+    fn pulls(&self) -> bool {
+        self.runtimes.is_some()
+    }
+
     fn accepts(&self, package: &Value, reference: &str) -> bool {
-        placement(package) != Placement::Builtin || self.catalog.contains_key(package_name(reference)) || self.runtimes.is_some()
+        placement(package) != Placement::Builtin || self.is_builtin(reference) || self.runtimes.is_some()
     }
 
     async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
@@ -226,7 +252,7 @@ impl Installer for FunctionInstaller {
         match placement(package) {
             Placement::Insecure(address) => return self.install_remote(name, &address, false).await,
             Placement::MutualTls(address) => return self.install_remote(name, &address, true).await,
-            Placement::Builtin if !self.catalog.contains_key(package_name(reference)) => return self.install_pulled(package, reference).await,
+            Placement::Builtin if !self.is_builtin(reference) => return self.install_pulled(package, reference).await,
             Placement::Builtin => {}
         }
         if let Some(runtimes) = &self.runtimes {
@@ -271,6 +297,10 @@ impl Installer for FunctionInstaller {
         if let Some((address, capabilities)) = self.runtimes.as_ref().and_then(|r| r.status(object::name(package).unwrap_or_default())) {
             status.insert("endpoint".into(), json!(address));
             status.insert("capabilities".into(), json!(capabilities));
+            return status;
+        }
+        if placement(package) == Placement::Builtin && !self.is_builtin(reference) {
+            // Pulled, its process not started yet: no endpoint to name.
             return status;
         }
         status.insert("endpoint".into(), json!(endpoint));

@@ -26,7 +26,6 @@ use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, any_change};
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object::{self, ObjectKey};
-use oxplane_runtime::provider::package_name;
 use oxplane_xpkg::names::{source, to_dns_label};
 use serde_json::{Value, json};
 
@@ -179,13 +178,14 @@ pub struct Resolver {
     kube: Kube,
     builtins: Builtins,
     changes: VersionChanges,
+    sources: super::PackageSources,
 }
 
 impl Resolver {
     /// A resolver that knows which packages are built in, changing installed dependencies'
     /// versions as `changes` allows.
-    pub fn new(kube: Kube, builtins: Builtins, changes: VersionChanges) -> Self {
-        Resolver { kube, builtins, changes }
+    pub fn new(kube: Kube, builtins: Builtins, changes: VersionChanges, sources: super::PackageSources) -> Self {
+        Resolver { kube, builtins, changes, sources }
     }
 
     /// Whether an entry's revision exists and is active.
@@ -196,7 +196,7 @@ impl Resolver {
     }
 
     fn is_builtin(&self, kind: &str, package: &str) -> bool {
-        self.builtins.get(kind).is_some_and(|names| names.contains(&package_name(package)))
+        self.builtins.get(kind).is_some_and(|names| self.sources.is_builtin(names, package))
     }
 
     /// The tags of a dependency's repository, listed where ImageConfigs send the package, with
@@ -431,8 +431,8 @@ impl Reconciler for Resolver {
 
 /// Starts the resolver (`packages/lock.pkg.crossplane.io`): it runs when the Lock changes and
 /// when any package or revision does (a revision gone or deactivated leaves a stale entry).
-pub fn start_controller(runtime: &Runtime, builtins: Builtins, changes: VersionChanges) -> Arc<Controller> {
-    let reconciler = Arc::new(Resolver::new(runtime.kube.clone(), builtins, changes));
+pub fn start_controller(runtime: &Runtime, builtins: Builtins, changes: VersionChanges, sources: super::PackageSources) -> Arc<Controller> {
+    let reconciler = Arc::new(Resolver::new(runtime.kube.clone(), builtins, changes, sources));
     let controller = Controller::start(ControllerConfig::new("packages/lock.pkg.crossplane.io"), reconciler, runtime.metrics.clone());
     let kind = lock_kind();
     runtime.watches.kinds().insert(kind.clone());

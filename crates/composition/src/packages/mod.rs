@@ -33,6 +33,37 @@ pub use providers::ProviderInstaller;
 pub use reconciler::{Installer, PackageReconciler, start_controller};
 
 use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::provider::package_name;
+
+/// Which package references oxplane serves with a built-in package. A Provider or Function
+/// reference names a built-in by its last path segment (any registry, any tag), unless it
+/// starts with one of the prefixes `oxplane up --pull-package` lists: those are always pulled
+/// from their registry and run as the package's own image (and a dependency on one is
+/// resolved from its registry's tags), so a built-in can be turned off for chosen packages.
+/// A flag rather than an annotation on the package object: the same Crossplane YAML then
+/// works unchanged, and it also decides for the dependencies the resolver installs, which
+/// nobody annotates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackageSources {
+    pulled: Vec<String>,
+}
+
+impl PackageSources {
+    /// References starting with any of `pulled` are pulled, whatever they are named.
+    pub fn new(pulled: Vec<String>) -> Self {
+        PackageSources { pulled: pulled.into_iter().filter(|p| !p.is_empty()).collect() }
+    }
+
+    /// The `--pull-package` prefix `reference` starts with, if any.
+    pub fn pulled_by(&self, reference: &str) -> Option<&str> {
+        self.pulled.iter().find(|prefix| reference.starts_with(prefix.as_str())).map(String::as_str)
+    }
+
+    /// Whether `reference` names one of the built-in packages `names` and is not to be pulled.
+    pub fn is_builtin(&self, names: &[&str], reference: &str) -> bool {
+        self.pulled_by(reference).is_none() && names.contains(&package_name(reference))
+    }
+}
 
 /// The Crossplane version oxplane answers to, which packages' `spec.crossplane.version`
 /// constraints are checked against (a release version: a pre-release would fail constraints
@@ -68,4 +99,20 @@ pub fn function_revision_kind() -> Kind {
 /// `CustomResourceDefinition`.
 pub fn crd_kind() -> Kind {
     Kind::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pulled_prefixes_turn_built_ins_off() {
+        let sources = PackageSources::new(vec!["127.0.0.1:5000/real/".into(), String::new()]);
+        let names = ["function-patch-and-transform"];
+        assert!(sources.is_builtin(&names, "xpkg.crossplane.io/crossplane-contrib/function-patch-and-transform:v0.9.0"));
+        assert!(!sources.is_builtin(&names, "127.0.0.1:5000/real/function-patch-and-transform:v0.1.0"));
+        assert_eq!(sources.pulled_by("127.0.0.1:5000/real/function-patch-and-transform:v0.1.0"), Some("127.0.0.1:5000/real/"));
+        assert!(!sources.is_builtin(&names, "xpkg.crossplane.io/org/function-other:v1.0.0"), "not a built-in's name");
+        assert!(PackageSources::default().is_builtin(&names, "127.0.0.1:5000/real/function-patch-and-transform:v0.1.0"), "an empty prefix turns nothing off");
+    }
 }

@@ -32,6 +32,10 @@ pub trait Installer: Send + Sync + 'static {
     fn noun(&self) -> &'static str;
     /// The built-in package names.
     fn builtin_names(&self) -> Vec<&'static str>;
+    /// Whether this installer pulls packages that are not built in and runs them.
+    fn pulls(&self) -> bool {
+        false
+    }
     /// Whether this package can be installed: by default, when it names a built-in package.
     fn accepts(&self, _package: &Value, reference: &str) -> bool {
         self.builtin_names().contains(&package_name(reference))
@@ -55,6 +59,7 @@ pub struct PackageReconciler {
     kube: Kube,
     installer: Arc<dyn Installer>,
     recorder: EventRecorder,
+    sources: super::PackageSources,
 }
 
 /// The revision name of a package reference: `<package>-<12 hex of its sha256>`.
@@ -77,7 +82,13 @@ impl PackageReconciler {
     /// A reconciler for the installer's package kind.
     pub fn new(kube: Kube, installer: Arc<dyn Installer>) -> Self {
         let recorder = EventRecorder::new(kube.clone(), &format!("packages/{}.pkg.crossplane.io", installer.noun()));
-        PackageReconciler { kube, installer, recorder }
+        PackageReconciler { kube, installer, recorder, sources: super::PackageSources::default() }
+    }
+
+    /// Refuses references `sources` says are pulled when the installer pulls no packages.
+    pub fn with_sources(mut self, sources: super::PackageSources) -> Self {
+        self.sources = sources;
+        self
     }
 
     async fn update(&self, package: &mut Value) -> Result<(), ReconcileError> {
@@ -102,6 +113,16 @@ impl PackageReconciler {
             self.update(package).await?;
         }
         let wanted = package_name(&reference);
+        if let Some(prefix) = self.sources.pulled_by(&reference).filter(|_| !self.installer.pulls()) {
+            let message = format!(
+                "cannot unpack package: {reference:?} is to be pulled from its registry (oxplane up --pull-package {prefix}), and this oxplane runs no pulled {noun} packages",
+                noun = self.installer.noun(),
+            );
+            conditions::set(package, Condition::new("Installed", "False", "UnpackingPackage").with_message(&message));
+            conditions::set(package, Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(&message));
+            self.recorder.warning(package, "UnpackPackage", message);
+            return Ok(Action::Done);
+        }
         if reference.is_empty() || !self.installer.accepts(package, &reference) {
             let message = format!(
                 "cannot unpack package: cannot install package {reference:?}: oxplane installs only its built-in {noun}s, and {wanted:?} is not one of them; built-in {noun}s: {}",
@@ -390,10 +411,10 @@ impl Reconciler for PackageReconciler {
 }
 
 /// Starts the controller of one package kind, named `packages/<noun>.pkg.crossplane.io`.
-pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>) -> Arc<Controller> {
+pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>, sources: super::PackageSources) -> Arc<Controller> {
     let name = format!("packages/{}.pkg.crossplane.io", installer.noun());
     let (package_kind, revision_kind) = (installer.package_kind(), installer.revision_kind());
-    let reconciler = Arc::new(PackageReconciler::new(runtime.kube.clone(), installer));
+    let reconciler = Arc::new(PackageReconciler::new(runtime.kube.clone(), installer).with_sources(sources));
     let controller = Controller::start(ControllerConfig::new(name), reconciler, runtime.metrics.clone());
     runtime.watches.kinds().insert(package_kind.clone());
     runtime.watches.kinds().insert(revision_kind.clone());

@@ -60,6 +60,7 @@ impl Plane {
             package_runtime_dir: None,
             dependency_versions: Default::default(),
             default_activations: vec!["*".to_string()],
+            package_sources: Default::default(),
             identities: None,
         })
             .await

@@ -79,6 +79,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 package_cache_dir: None,
                 package_runtime_dir: None,
                 dependency_versions: Default::default(),
+                package_sources: Default::default(),
                 identities: None,
             },
         )
