@@ -11,6 +11,7 @@ mod plan_action;
 mod server_flags;
 mod up;
 mod usage_protection;
+mod webhooks;
 mod xrd_validation;
 
 use clap::Parser;

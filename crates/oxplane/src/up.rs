@@ -45,63 +45,6 @@ pub struct UpOptions {
     pub package_sources: oxplane_composition::packages::PackageSources,
 }
 
-/// Serves the built-in providers' CRD conversion webhooks on loopback (a free port, a
-/// certificate from a CA of its own), and says where, for their CRDs.
-async fn provider_conversion_webhook() -> anyhow::Result<(oxplane_apiserver::webhooks::serve::WebhookServer, oxplane_providers::CatalogOptions)> {
-    let handler: oxplane_apiserver::webhooks::serve::Handler = std::sync::Arc::new(oxplane_providers::conversion_review);
-    let server = oxplane_apiserver::webhooks::serve::WebhookServer::start("127.0.0.1:0", &["127.0.0.1".to_string()], handler)
-        .await
-        .context("starting the providers' conversion webhook server")?;
-    let options = oxplane_providers::CatalogOptions {
-        kubernetes_conversion: Some(oxplane_providers::kubernetes::schemas::ConversionWebhook {
-            url: server.url(oxplane_providers::kubernetes::CONVERSION_PATH),
-            ca_bundle: server.ca_bundle(),
-        }),
-    };
-    Ok((server, options))
-}
-
-/// Points the stored CRDs that convert through the providers' webhook at this start's webhook,
-/// before the server serves: the webhook listens on a new port (and a new CA) at each start, so
-/// until then reads through a converted version would fail. A fixed port was not chosen instead:
-/// it can be taken by another process at restart, and servers sharing a store, or several on one
-/// machine, would need one each. On a shared store every server points the CRD at its own
-/// webhook as it starts (any one converts as well as the others).
-async fn refresh_conversion_webhooks(client: kube::Client, options: &oxplane_providers::CatalogOptions) -> anyhow::Result<()> {
-    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-    let Some(webhook) = &options.kubernetes_conversion else {
-        return Ok(());
-    };
-    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(client.clone());
-    let name = format!("objects.{}", oxplane_providers::kubernetes::CLUSTER_GROUP);
-    let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle, "service": null}}}}});
-    // The ManagedResourceDefinition the CRD is made from first, or the MRD controller would
-    // write the old address back (not served yet on a first start: nothing to point).
-    let mrd = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk("apiextensions.crossplane.io", "v1alpha1", "ManagedResourceDefinition"),
-        "managedresourcedefinitions",
-    );
-    let mrds: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(client, &mrd);
-    let converting = match mrds.get_opt(&name).await {
-        Ok(found) => found.is_some_and(|m| m.data.pointer("/spec/conversion/strategy").and_then(serde_json::Value::as_str) == Some("Webhook")),
-        Err(kube::Error::Api(status)) if status.code == 404 => false,
-        Err(error) => return Err(error.into()),
-    };
-    if converting {
-        mrds.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
-    }
-    // Not installed yet (provider-kubernetes writes it with this address), or not converting
-    // through a webhook: nothing to point.
-    let Some(crd) = crds.get_opt(&name).await? else {
-        return Ok(());
-    };
-    if !crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook") {
-        return Ok(());
-    }
-    crds.patch(&name, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await?;
-    Ok(())
-}
-
 /// Runs until SIGTERM or Ctrl-C.
 pub fn run(options: UpOptions) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -152,11 +95,16 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         }
         let planner = crate::plan_action::Planner::register(&server.state().extensions, controllers.clone());
         // Kept for as long as the server runs: the API server calls it to convert built-in
-        // providers' kinds between versions.
-        let (_conversion_webhook, catalog_options) = provider_conversion_webhook().await?;
-        if let Err(error) = refresh_conversion_webhooks(kube::Client::new(server.local_service(), "default"), &catalog_options).await {
-            tracing::warn!(%error, "pointing provider CRDs at this start's conversion webhook failed: reads through converted versions fail until provider-kubernetes installs its CRDs");
+        // providers' kinds between versions. Alone on its store, the server points the CRDs at
+        // it before serving (it is there whenever its API is; `oxplane controllers` started
+        // later points them at its own). On a shared store only the controllers' leader does,
+        // as it takes over: a follower or API-only replica may go while the leader stays.
+        let (_conversion_server, conversion) = crate::webhooks::serve_conversion_on_loopback().await?;
+        if !shared {
+            point_conversion_webhooks(&identities.installer, &conversion).await;
         }
+        let catalog_options = oxplane_providers::CatalogOptions { conversion: Some(conversion.clone()) };
+        let installer = identities.installer.clone();
         let core_options = move || CoreOptions {
             providers: oxplane_providers::catalog_with(&catalog_options),
             functions: oxplane_functions::builtin::catalog(&options.functions),
@@ -192,7 +140,10 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         let leading = crate::leadership::campaign(kube::Client::new(server.local_service(), "default"), identity.clone());
         // The in-server controllers (garbage collector, namespaces, ...) follow the same lease.
         server.controllers_while(leading.clone());
-        let leader = tokio::spawn(lead(leading, identity, controllers, core_options, planner));
+        let leader = tokio::spawn(lead(leading, identity, controllers, core_options, planner, move || {
+            let (installer, conversion) = (installer.clone(), conversion.clone());
+            async move { point_conversion_webhooks(&installer, &conversion).await }
+        }));
         let served = server.serve(shutdown).await;
         leader.abort();
         served?;
@@ -203,7 +154,14 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
 /// Runs the core while `leading` says this server holds the controllers' Lease. On losing the lease
 /// (to another server, or by not renewing it in time) the core stops before anything else, so
 /// it does not go on beside the new leader's, and the campaign goes on.
-async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String, controllers: Runtime, options: impl Fn() -> CoreOptions, planner: crate::plan_action::Planner) {
+async fn lead<P: std::future::Future<Output = ()>>(
+    mut leading: tokio::sync::watch::Receiver<bool>,
+    identity: String,
+    controllers: Runtime,
+    options: impl Fn() -> CoreOptions,
+    planner: crate::plan_action::Planner,
+    point_webhooks: impl Fn() -> P,
+) {
     loop {
         while !*leading.borrow_and_update() {
             if leading.changed().await.is_err() {
@@ -211,6 +169,8 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
             }
         }
         tracing::info!(%identity, "leading: starting the controllers");
+        // The previous leader's conversion webhooks may be gone with it.
+        point_webhooks().await;
         let started = tokio::select! {
             started = Core::start(&controllers, options()) => started,
             _ = leading.wait_for(|leads| !*leads) => {
@@ -237,6 +197,14 @@ async fn lead(mut leading: tokio::sync::watch::Receiver<bool>, identity: String,
         core.stop();
         drop(core);
         tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");
+    }
+}
+
+/// Points the providers' converted CRDs at this server's conversion webhooks; a failure is
+/// logged (the providers' CRDs, installed with this address, point them here too).
+async fn point_conversion_webhooks(kube: &Kube, conversion: &oxplane_providers::conversion::ConversionWebhook) {
+    if let Err(error) = crate::webhooks::point_crds(kube, conversion).await {
+        tracing::warn!(error = format!("{error:#}"), "pointing provider CRDs at this server's conversion webhooks failed: reads through converted versions fail until the providers install their CRDs");
     }
 }
 

@@ -2,7 +2,9 @@
 //! process of their own, against another server that serves only the API
 //! (`oxplane up --controllers=false`): the getting-started example converges through the API
 //! alone, and Usage deletion protection works through the validating webhook the controllers
-//! serve and register (`crossplane-no-usages`), failing closed while they are gone.
+//! serve and register (`crossplane-no-usages`), failing closed while they are gone. The
+//! built-in providers' conversion webhooks are served from the same server, and the CRDs
+//! pointed at it (again when the controllers start anew).
 
 use crate::support;
 
@@ -22,11 +24,17 @@ struct Controllers(std::process::Child);
 impl Controllers {
     /// `oxplane controllers --kubeconfig` against `server`, logging into `log` in its directory.
     fn start(server: &Server, log: &str) -> Controllers {
+        Controllers::start_with(server, log, &[])
+    }
+
+    /// [`Controllers::start`] with extra arguments.
+    fn start_with(server: &Server, log: &str, args: &[&str]) -> Controllers {
         let log = std::fs::File::create(server.dir().join(log)).unwrap();
         Controllers(
             Command::new(env!("CARGO_BIN_EXE_oxplane"))
                 .args(["controllers", "--kubeconfig"])
                 .arg(server.kubeconfig())
+                .args(args)
                 .env("OXPLANE_LOG", "info,kube=warn")
                 .stdout(Stdio::null())
                 .stderr(log)
@@ -188,6 +196,63 @@ fn usage_protection_is_a_validating_webhook_of_the_controllers() {
     server.kubectl(&["delete", "usage.protection.crossplane.io", "keep-cache-config", "--timeout=30s"]);
     within(Duration::from_secs(10), "cache-config no longer in use", || !in_use(&server, "cache-config"));
     server.kubectl(&["delete", "configmap", "cache-config"]);
+}
+
+fn conversion_url(server: &Server) -> String {
+    let crd = server.get(&["crd", "objects.kubernetes.crossplane.io"]).unwrap();
+    assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook", "{crd:#}");
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn provider_kinds_convert_through_the_controllers_webhook() {
+    let server = Server::start_with(&["--controllers=false"]);
+    let mut controllers = Controllers::start_with(&server, "controllers.log", &["--provider", "provider-kubernetes"]);
+    within(Duration::from_secs(90), "provider-kubernetes healthy", || {
+        server.kubectl_try(&["get", "provider.pkg.crossplane.io", "provider-kubernetes", "-o", "json"], "").is_ok_and(|p| {
+            serde_json::from_str::<serde_json::Value>(&p).is_ok_and(|p| support::is_true(&p, "Healthy"))
+        })
+    });
+    // The CRD calls this process's webhook server, the one the Usage webhook is served from.
+    let url = conversion_url(&server);
+    assert!(url.starts_with("https://127.0.0.1:") && url.ends_with("/convert/objects.kubernetes.crossplane.io"), "{url}");
+    within(Duration::from_secs(60), "the controllers register crossplane-no-usages", || {
+        server.kubectl(&["get", "validatingwebhookconfigurations", "-o", "name"]).contains("/crossplane-no-usages")
+    });
+    let usage = server.get(&["validatingwebhookconfiguration", "crossplane-no-usages"]).unwrap();
+    let usage_url = usage["webhooks"][0]["clientConfig"]["url"].as_str().unwrap().to_string();
+    assert_eq!(url.split("/convert/").next(), usage_url.split("/validate-no-usages").next(), "one server: {url} {usage_url}");
+
+    // Written through v1alpha1 with kubectl, read through v1alpha2 (the API server converts
+    // through the webhook), and imported by the controllers.
+    server.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha1\nkind: ProviderConfig\nmetadata:\n  name: default\nspec:\n  credentials:\n    source: InjectedIdentity\n---\n\
+         apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: existing\n  namespace: default\ndata:\n  owner: ops\n",
+    );
+    within(Duration::from_secs(30), "the v1alpha1 Object accepted", || {
+        server
+            .kubectl_try(&["apply", "-f", "-"], "apiVersion: kubernetes.crossplane.io/v1alpha1\nkind: Object\nmetadata:\n  name: imported\nspec:\n  managementPolicy: Observe\n  forProvider:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: existing\n        namespace: default\n")
+            .is_ok()
+    });
+    let newer = server.get(&["objects.v1alpha2.kubernetes.crossplane.io", "imported"]).unwrap();
+    assert_eq!(newer["spec"]["managementPolicies"], serde_json::json!(["Observe"]), "{newer:#}");
+    within(Duration::from_secs(60), "the import Ready", || {
+        server.get(&["objects.v1alpha2.kubernetes.crossplane.io", "imported"]).is_some_and(|o| support::is_true(&o, "Ready"))
+    });
+    let older = server.get(&["objects.v1alpha1.kubernetes.crossplane.io", "imported"]).unwrap();
+    assert_eq!(older["spec"]["managementPolicy"], "Observe");
+    assert_eq!(older["status"]["atProvider"]["manifest"]["data"]["owner"], "ops");
+
+    // Controllers gone: nothing converts (the storage version still reads).
+    assert!(sigterm(&mut controllers.0, Duration::from_secs(20)).is_some(), "the controllers stop on SIGTERM");
+    let failed = server.kubectl_fails(&["get", "objects.v1alpha1.kubernetes.crossplane.io", "imported"], "");
+    assert!(failed.contains("conversion webhook for kubernetes.crossplane.io/v1alpha2, Kind=Object failed"), "{failed}");
+    assert!(server.get(&["objects.v1alpha2.kubernetes.crossplane.io", "imported"]).is_some());
+    // Started again (another port, another CA): the CRD is pointed at the new server.
+    let _controllers = Controllers::start_with(&server, "controllers-again.log", &["--provider", "provider-kubernetes"]);
+    within(Duration::from_secs(60), "the CRD re-pointed", || conversion_url(&server) != url);
+    let older = server.get(&["objects.v1alpha1.kubernetes.crossplane.io", "imported"]).unwrap();
+    assert_eq!(older["spec"]["managementPolicy"], "Observe");
 }
 
 /// Runs `oxplane controllers` with `args` against a kubeconfig naming a server nobody listens

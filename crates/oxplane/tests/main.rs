@@ -25,6 +25,7 @@ mod gc_crash;
 mod go_templating;
 mod import;
 mod http_crash;
+mod http_versions;
 mod image_configs;
 mod kubernetes_provider;
 mod kube_credentials;

@@ -297,3 +297,43 @@ fn an_api_only_replica_refuses_deleting_what_a_usage_protects() {
         api_only.kubectl_try(&["delete", "configmap", "db-config"], "").is_ok()
     });
 }
+
+/// The URL the Object CRD's conversion webhook is called at, as `server` reads it.
+fn conversion_url(server: &Server) -> Option<String> {
+    let crd = server.get(&["crd", "objects.kubernetes.crossplane.io"])?;
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["url"].as_str().map(str::to_string)
+}
+
+#[test]
+fn conversions_follow_the_controllers_leader() {
+    let config_dir = tempfile::tempdir().unwrap();
+    let config = encryption_config(config_dir.path());
+    let prefix = testing::unique_prefix("conversion");
+    let args = ["--provider", "provider-kubernetes"];
+    let mut servers = replicas(2, &prefix, &config, &args);
+    within(Duration::from_secs(60), "one replica leads", || servers.iter().any(leads));
+    let leader = (0..2).find(|&i| leads(&servers[i])).unwrap();
+    let api = servers.remove(1 - leader);
+    let mut leader = servers.remove(0);
+    within(Duration::from_secs(120), "the leader installs provider-kubernetes", || api.kubectl_try(&["get", "provider", "provider-kubernetes"], "").is_ok());
+    api.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-kubernetes", "--timeout=120s"]);
+    api.apply(
+        "apiVersion: kubernetes.crossplane.io/v1alpha1\nkind: Object\nmetadata:\n  name: imported\nspec:\n  managementPolicy: Observe\n  forProvider:\n    manifest:\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: existing\n        namespace: default\n",
+    );
+    let read_older = || api.kubectl_try(&["get", "objects.v1alpha1.kubernetes.crossplane.io", "imported", "-o", "jsonpath={.spec.managementPolicy}"], "");
+    assert_eq!(read_older().unwrap(), "Observe");
+    let pointed = conversion_url(&api).unwrap();
+
+    // A replica that starts and goes again leaves the CRD calling the leader's webhook.
+    let mut passing = replicas(1, &prefix, &config, &args).remove(0);
+    assert_eq!(conversion_url(&api).unwrap(), pointed, "a follower pointed the CRD at itself");
+    passing.kill();
+    assert_eq!(read_older().unwrap(), "Observe");
+
+    // The leader killed: conversions fail until the new leader points the CRD at its own
+    // webhook as it takes over; then they work again.
+    leader.kill();
+    within(Duration::from_secs(60), "the follower leads", || leads(&api));
+    within(Duration::from_secs(30), "v1alpha1 reads again", || read_older().is_ok_and(|p| p == "Observe"));
+    assert_ne!(conversion_url(&api).unwrap(), pointed);
+}

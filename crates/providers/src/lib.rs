@@ -11,9 +11,11 @@
 //! - [`kubernetes`]: provider-kubernetes, any Kubernetes object (`Object`) in another cluster
 //!   reached through a kubeconfig, or in the control plane itself.
 //! - [`subset`]: whether an observed object holds what a desired one says, shared by both.
+//! - [`conversion`]: the CRD conversion webhooks of provider-kubernetes and provider-http.
 //!
 //! [`catalog`] lists every built-in provider by package name.
 
+pub mod conversion;
 pub mod fakecloud;
 pub mod http;
 pub mod kubernetes;
@@ -33,9 +35,9 @@ pub fn catalog() -> Vec<Arc<dyn BuiltinProvider>> {
 /// What the built-in providers need from the process that runs them.
 #[derive(Clone, Debug, Default)]
 pub struct CatalogOptions {
-    /// Where provider-kubernetes' Object conversion webhook is served (see
-    /// [`conversion_review`]).
-    pub kubernetes_conversion: Option<kubernetes::schemas::ConversionWebhook>,
+    /// Where the providers' conversion webhooks are served (see [`conversion::review`]);
+    /// without it, the versions that need converting are not served.
+    pub conversion: Option<conversion::ConversionWebhook>,
 }
 
 /// Every built-in provider, with `options`.
@@ -44,16 +46,7 @@ pub fn catalog_with(options: &CatalogOptions) -> Vec<Arc<dyn BuiltinProvider>> {
         Arc::new(nop::NopProvider),
         Arc::new(fakecloud::FakeCloudProvider::default()),
         Arc::new(sql::SqlProvider::default()),
-        Arc::new(http::HttpProvider::default()),
-        Arc::new(kubernetes::KubernetesProvider { conversion: options.kubernetes_conversion.clone(), ..Default::default() }),
+        Arc::new(http::HttpProvider { conversion: options.conversion.clone(), ..Default::default() }),
+        Arc::new(kubernetes::KubernetesProvider { conversion: options.conversion.clone(), ..Default::default() }),
     ]
-}
-
-/// Answers a CRD conversion webhook call (a `ConversionReview` body) for the built-in
-/// providers' kinds by the path it was made to: (status code, JSON body).
-pub fn conversion_review(path: &str, body: &[u8]) -> (u16, Vec<u8>) {
-    match path {
-        kubernetes::CONVERSION_PATH => (200, kubernetes::conversion::review(body).to_string().into_bytes()),
-        other => (404, format!("no conversion webhook is served at {other}").into_bytes()),
-    }
 }

@@ -30,7 +30,7 @@ fn secret_kind() -> Kind {
 
 async fn setup() -> (oxplane_apiserver::testing::RunningServer, oxplane_runtime::Runtime, oxplane_runtime::provider::ProviderHandle, RestServer) {
     let (server, runtime) = start().await;
-    let provider = HttpProvider { poll_interval: Duration::from_secs(1) };
+    let provider = HttpProvider { poll_interval: Duration::from_secs(1), ..Default::default() };
     let handle = support::install(&runtime, &provider, "xpkg.crossplane.io/crossplane-contrib/provider-http:v1.0.11").await;
     let config = json!({"apiVersion": "http.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "default"}, "spec": {"credentials": {"source": "None"}}});
     runtime.kube.create(&Kind::new(http::CLUSTER_GROUP, "v1alpha1", "ProviderConfig", "providerconfigs", false), &config).await.unwrap();

@@ -4,7 +4,8 @@
 //! up` applies them to its own server. Functions run in this process; only plain-text
 //! function endpoints can be called (no oxplane CA for mutual TLS here). Usage deletion
 //! protection is served as Crossplane's validating webhook (`crossplane-no-usages`) from an
-//! HTTPS server of this process, registered with the API server at start.
+//! HTTPS server of this process, registered with the API server at start; the same server
+//! serves the built-in providers' CRD conversion webhooks, which their CRDs point at.
 
 use std::time::Duration;
 
@@ -13,7 +14,8 @@ use oxplane_composition::core::{Core, CoreOptions};
 use oxplane_runtime::Runtime;
 
 use super::kube::{Kube, KubeArgs};
-use crate::usage_protection::webhook::{CONFIGURATION, Placement, UsageWebhook};
+use crate::usage_protection::webhook::{self as usage_webhook, CONFIGURATION, PATH};
+use crate::webhooks::{ControllerWebhooks, Placement};
 
 /// Flags of `oxplane controllers`.
 #[derive(Debug, clap::Args)]
@@ -34,7 +36,9 @@ pub struct ControllersArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     watch_grace_period: u64,
     /// Serve Usage deletion protection as the validating webhook `crossplane-no-usages` and
-    /// register it with the API server; with false, deletions are not checked against Usages.
+    /// register it with the API server, and the providers' CRD conversion webhooks; with
+    /// false, deletions are not checked against Usages and the versions that need converting
+    /// (provider-http's and provider-kubernetes' v1alpha1) are not converted.
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     webhook_enabled: bool,
     /// Where the webhook server listens, as IP:PORT (port 0: a free one).
@@ -59,15 +63,22 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
         // Started before the API server is asked anything, so a bad address is told first.
         let webhook = if args.webhook_enabled {
             let placement = Placement { listen: args.webhook_address, host: args.webhook_host };
-            Some(UsageWebhook::start(controllers.kube.clone(), &placement).await?)
+            Some(ControllerWebhooks::start(controllers.kube.clone(), &placement).await?)
         } else {
             None
         };
         kube.client.apiserver_version().await.context("the API server does not answer")?;
+        let conversion = webhook.as_ref().map(ControllerWebhooks::conversion);
+        // CRDs a previous run installed call that run's server until pointed here.
+        if let Some(conversion) = &conversion
+            && let Err(error) = crate::webhooks::point_crds(&controllers.kube, conversion).await
+        {
+            tracing::warn!(error = format!("{error:#}"), "pointing provider CRDs at this process's conversion webhooks failed: reads through converted versions fail until the providers install their CRDs");
+        }
         let core = Core::start(
             &controllers,
             CoreOptions {
-                providers: oxplane_providers::catalog(),
+                providers: oxplane_providers::catalog_with(&oxplane_providers::CatalogOptions { conversion }),
                 functions: oxplane_functions::builtin::catalog(&Default::default()),
                 function_tls_dir: None,
                 function_response_cache: None,
@@ -86,11 +97,10 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
         .await
         .context("starting Crossplane's core against the API server")?;
         if let Some(webhook) = &webhook {
-            webhook
-                .register(&controllers.kube)
+            usage_webhook::register(&controllers.kube, &webhook.url(PATH), &webhook.ca_bundle())
                 .await
                 .with_context(|| format!("registering the ValidatingWebhookConfiguration {CONFIGURATION}"))?;
-            eprintln!("serving the Usage webhook at {}", webhook.url());
+            eprintln!("serving the Usage webhook at {}", webhook.url(PATH));
         }
         eprintln!("oxplane controllers are running");
         tokio::select! {

@@ -1,17 +1,14 @@
 //! The same deletion protection served as Crossplane's validating admission webhook, for
-//! `oxplane controllers` against another API server, where no in-process hook can run: an
-//! HTTPS server under a certificate from a CA of its own answers `POST /validate-no-usages`,
+//! `oxplane controllers` against another API server, where no in-process hook can run: its
+//! HTTPS server (`crate::webhooks`) under a certificate from a CA of its own answers `POST
+//! /validate-no-usages`,
 //! and the `ValidatingWebhookConfiguration` `crossplane-no-usages` that Crossplane registers
 //! (every resource's DELETE, objects labelled `crossplane.io/in-use: "true"`, `failurePolicy:
 //! Fail`, `sideEffects: None`) points the API server at it, with that CA as `caBundle`.
 //! Usages are read through the API and the refused attempt is recorded on the object with a
 //! merge patch: nothing here knows the server's internals.
 
-use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
-
-use anyhow::Context;
-use oxplane_apiserver::webhooks::serve::{Answer, AsyncHandler, WebhookServer};
+use oxplane_apiserver::webhooks::serve::Answer;
 use oxplane_composition::usage;
 use oxplane_runtime::client::{ApiError, Kube};
 use oxplane_runtime::kinds::Kind;
@@ -24,83 +21,33 @@ pub const PATH: &str = "/validate-no-usages";
 /// The field manager the configuration is applied with.
 const MANAGER: &str = "oxplane-controllers";
 
-/// The running webhook server; stopped when dropped.
-pub struct UsageWebhook {
-    server: WebhookServer,
-    url: String,
+/// The `ValidatingWebhookConfiguration` pointing at the webhook at `url`, trusting `ca_bundle`.
+pub fn configuration(url: &str, ca_bundle: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": CONFIGURATION},
+        "webhooks": [{
+            "name": "nousages.protection.crossplane.io",
+            "admissionReviewVersions": ["v1"],
+            "clientConfig": {"url": url, "caBundle": ca_bundle},
+            "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["DELETE"], "resources": ["*"]}],
+            "objectSelector": {"matchLabels": {usage::LABEL_IN_USE: "true"}},
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+        }],
+    })
 }
 
-/// Where the webhook listens and how the API server reaches it.
-#[derive(Debug, Clone)]
-pub struct Placement {
-    /// The listen address (`127.0.0.1:0`: loopback, a free port).
-    pub listen: String,
-    /// The host name or IP address written into the configuration's URL and the serving
-    /// certificate; the listen address's IP when not given.
-    pub host: Option<String>,
-}
-
-impl UsageWebhook {
-    /// Starts the server; Usages are read and refused deletions recorded through `kube`.
-    pub async fn start(kube: Kube, placement: &Placement) -> anyhow::Result<UsageWebhook> {
-        let listen: SocketAddr =
-            placement.listen.parse().with_context(|| format!("--webhook-address {}: expected IP:PORT", placement.listen))?;
-        let host = match &placement.host {
-            Some(host) => host.clone(),
-            None if listen.ip().is_unspecified() => anyhow::bail!(
-                "--webhook-address {listen} listens on every interface: give --webhook-host, the name or address the API server reaches this process at"
-            ),
-            None => listen.ip().to_string(),
-        };
-        let handler: AsyncHandler = Arc::new(move |path: String, body: bytes::Bytes| {
-            let kube = kube.clone();
-            Box::pin(async move { answer(&kube, &path, &body).await })
-        });
-        let server = WebhookServer::start_async(&placement.listen, std::slice::from_ref(&host), handler)
-            .await
-            .with_context(|| format!("starting the Usage webhook server on {}", placement.listen))?;
-        let url_host = match host.parse::<IpAddr>() {
-            Ok(IpAddr::V6(ip)) => format!("[{ip}]"),
-            _ => host,
-        };
-        let url = format!("https://{url_host}:{}{PATH}", server.address.port());
-        tracing::info!(%url, "serving the Usage deletion-protection webhook");
-        Ok(UsageWebhook { server, url })
-    }
-
-    /// The webhook's URL as the configuration names it.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-
-    /// The `ValidatingWebhookConfiguration` pointing at this server.
-    pub fn configuration(&self) -> Value {
-        json!({
-            "apiVersion": "admissionregistration.k8s.io/v1",
-            "kind": "ValidatingWebhookConfiguration",
-            "metadata": {"name": CONFIGURATION},
-            "webhooks": [{
-                "name": "nousages.protection.crossplane.io",
-                "admissionReviewVersions": ["v1"],
-                "clientConfig": {"url": self.url, "caBundle": self.server.ca_bundle()},
-                "rules": [{"apiGroups": ["*"], "apiVersions": ["*"], "operations": ["DELETE"], "resources": ["*"]}],
-                "objectSelector": {"matchLabels": {usage::LABEL_IN_USE: "true"}},
-                "failurePolicy": "Fail",
-                "sideEffects": "None",
-            }],
-        })
-    }
-
-    /// Registers (or re-points, after a restart on another port or CA) the configuration.
-    pub async fn register(&self, kube: &Kube) -> Result<(), ApiError> {
-        let kind = Kind::new("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false);
-        kube.apply(&kind, &self.configuration(), MANAGER, true).await.map(|_| ())
-    }
+/// Registers (or re-points, after a restart on another port or CA) the configuration.
+pub async fn register(kube: &Kube, url: &str, ca_bundle: &str) -> Result<(), ApiError> {
+    let kind = Kind::new("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", false);
+    kube.apply(&kind, &configuration(url, ca_bundle), MANAGER, true).await.map(|_| ())
 }
 
 /// The answer to one POST: an `AdmissionReview` with the decision, or an HTTP error for what
 /// is not one.
-async fn answer(kube: &Kube, path: &str, body: &[u8]) -> Answer {
+pub async fn answer(kube: &Kube, path: &str, body: &[u8]) -> Answer {
     let error = |code: u16, message: String| (code, json!({"error": message}).to_string().into_bytes());
     if path != PATH {
         return error(404, format!("no webhook is served at {path}; the Usage webhook is at {PATH}"));

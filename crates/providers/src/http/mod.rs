@@ -3,11 +3,13 @@
 //! REMOVE) to requests; `DisposableRequest` sends one request (or one every `nextReconcile`).
 //!
 //! Kinds, as upstream names them: `http.crossplane.io/v1alpha2` (cluster-scoped `Request`,
-//! `DisposableRequest`; `ProviderConfig` and `ProviderConfigUsage` in `v1alpha1`) and
+//! `DisposableRequest`, also served as `v1alpha1` through a conversion webhook;
+//! `ProviderConfig` and `ProviderConfigUsage` in `v1alpha1`) and
 //! `http.m.crossplane.io/v1alpha2` (the same kinds namespaced, a namespaced `ProviderConfig`
 //! and a cluster-scoped `ClusterProviderConfig`).
 //!
 //! - `schemas.rs`: the CRDs.
+//! - `conversion.rs`: the cluster-scoped kinds' v1alpha1 ↔ v1alpha2 conversion webhooks.
 //! - `jq.rs`: jq expressions (jaq).
 //! - `secrets.rs`: `{{ name:namespace:key }}` injection and masking, `secretInjectionConfigs`.
 //! - `send.rs`: the HTTP client (TLS settings, `waitTimeout`, failure classification).
@@ -22,6 +24,7 @@
 //! (the server assigns the identifier and the answer was lost) the resource stops with
 //! `Synced=False` and the runtime's message saying what to do; nothing is sent again.
 
+pub mod conversion;
 pub mod disposable;
 pub mod jq;
 pub mod request;
@@ -50,6 +53,9 @@ pub const CLUSTER_GROUP: &str = "http.crossplane.io";
 pub const NAMESPACED_GROUP: &str = "http.m.crossplane.io";
 /// The version of the managed kinds (and of the namespaced group's configs).
 pub const VERSION: &str = "v1alpha2";
+/// The cluster-scoped managed kinds' older version, also served (through the conversion
+/// webhook).
+pub const OLDER_VERSION: &str = "v1alpha1";
 /// The version of the cluster group's ProviderConfig.
 pub const CLUSTER_CONFIG_VERSION: &str = "v1alpha1";
 /// How often resources are observed, by default.
@@ -58,15 +64,18 @@ pub const POLL_INTERVAL: Duration = Duration::from_secs(60);
 pub const DEFAULT_WAIT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// provider-http.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct HttpProvider {
     /// How often resources are observed.
     pub poll_interval: Duration,
+    /// Where the Request and DisposableRequest conversion webhooks are served; without one,
+    /// v1alpha1 is not served.
+    pub conversion: Option<crate::conversion::ConversionWebhook>,
 }
 
 impl Default for HttpProvider {
     fn default() -> Self {
-        HttpProvider { poll_interval: POLL_INTERVAL }
+        HttpProvider { poll_interval: POLL_INTERVAL, conversion: None }
     }
 }
 
@@ -90,7 +99,7 @@ impl BuiltinProvider for HttpProvider {
     }
 
     fn crds(&self, _package: &str) -> Vec<Value> {
-        schemas::crds()
+        schemas::crds(self.conversion.as_ref())
     }
 
     fn start(&self, runtime: &Runtime, _package: &str) -> ProviderHandle {

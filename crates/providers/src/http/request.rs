@@ -32,6 +32,14 @@ pub enum Action {
 }
 
 impl Action {
+    /// Every action.
+    pub const ALL: [Action; 4] = [Action::Create, Action::Observe, Action::Update, Action::Remove];
+
+    /// The action `mappings[].action` names.
+    pub fn named(name: &str) -> Option<Action> {
+        Action::ALL.into_iter().find(|a| a.name() == name)
+    }
+
     /// The name in `mappings[].action`.
     pub fn name(self) -> &'static str {
         match self {

@@ -7,7 +7,9 @@
 use oxplane_runtime::managed::crd::{CREDENTIAL_SOURCES, ManagedCrd, common_credentials, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
-use super::{CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, NAMESPACED_GROUP, VERSION};
+use super::conversion::{DISPOSABLE_PATH, REQUESTS_PATH, V1ALPHA1_METHODS};
+use super::{CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, NAMESPACED_GROUP, OLDER_VERSION, VERSION};
+use crate::conversion::ConversionWebhook;
 
 fn headers() -> Value {
     json!({"type": "object", "additionalProperties": {"type": "array", "items": {"type": "string"}}})
@@ -197,9 +199,75 @@ fn config_spec() -> Value {
     }})
 }
 
-/// Every CRD of provider-http.
-pub fn crds() -> Vec<Value> {
-    let mut crds: Vec<Value> = managed_kinds().iter().map(|(crd, disposable)| render(crd, *disposable)).collect();
+/// Removes `fields` from `schema.properties`.
+fn remove_properties(schema: Option<&mut Value>, fields: &[&str]) {
+    if let Some(properties) = schema.and_then(|s| s.get_mut("properties")).and_then(Value::as_object_mut) {
+        for field in fields {
+            properties.remove(*field);
+        }
+    }
+}
+
+/// The v1alpha1 schema of a cluster-scoped kind, from its v1alpha2 one: upstream's v1alpha1
+/// fields (see `conversion.rs` for the differences).
+fn v1alpha1_schema(schema: &mut Value, disposable: bool) {
+    let for_provider = schema.pointer_mut("/properties/spec/properties/forProvider");
+    if let Some(for_provider) = for_provider {
+        // No tlsConfig: nothing to be exclusive with.
+        if let Some(map) = for_provider.as_object_mut() {
+            map.remove("x-kubernetes-validations");
+        }
+        if disposable {
+            remove_properties(Some(for_provider), &["tlsConfig", "nextReconcile", "shouldLoopInfinitely", "secretInjectionConfigs"]);
+        } else {
+            remove_properties(Some(&mut *for_provider), &["tlsConfig", "secretInjectionConfigs", "expectedResponseCheck", "isRemovedCheck"]);
+            if let Some(mappings) = for_provider.pointer_mut("/properties/mappings").and_then(Value::as_object_mut) {
+                mappings.remove("minItems");
+                if let Some(items) = mappings.get_mut("items") {
+                    items["required"] = json!(["method", "url"]);
+                    items["properties"]["method"]["enum"] = json!(V1ALPHA1_METHODS);
+                    remove_properties(Some(items), &["action"]);
+                }
+            }
+        }
+    }
+    if disposable {
+        remove_properties(schema.pointer_mut("/properties/status"), &["lastReconcileTime"]);
+    } else if let Some(details) = schema.pointer_mut("/properties/status/properties/requestDetails") {
+        details["required"] = json!(["method", "url"]);
+        remove_properties(Some(details), &["action"]);
+    }
+}
+
+/// The cluster-scoped kind's CRD also serves v1alpha1, converting through `webhook`.
+fn serve_v1alpha1(crd: &mut Value, disposable: bool, webhook: &ConversionWebhook) {
+    let Some(mut older) = crd.pointer("/spec/versions/0").cloned() else { return };
+    older["name"] = json!(OLDER_VERSION);
+    older["storage"] = json!(false);
+    if let Some(schema) = older.pointer_mut("/schema/openAPIV3Schema") {
+        v1alpha1_schema(schema, disposable);
+    }
+    if let Some(versions) = crd.pointer_mut("/spec/versions").and_then(Value::as_array_mut) {
+        versions.push(older);
+    }
+    crd["spec"]["conversion"] = webhook.conversion(if disposable { DISPOSABLE_PATH } else { REQUESTS_PATH });
+}
+
+/// Every CRD of provider-http. With a conversion webhook, the cluster-scoped Request and
+/// DisposableRequest are also served as v1alpha1, converted through it.
+pub fn crds(conversion: Option<&ConversionWebhook>) -> Vec<Value> {
+    let mut crds: Vec<Value> = managed_kinds()
+        .iter()
+        .map(|(crd, disposable)| {
+            let mut rendered = render(crd, *disposable);
+            if let Some(webhook) = conversion
+                && !crd.namespaced
+            {
+                serve_v1alpha1(&mut rendered, *disposable, webhook);
+            }
+            rendered
+        })
+        .collect();
     // As upstream: the configs have no categories, the usages {crossplane, provider, http}, and
     // the namespaced group also serves ClusterProviderConfigUsage.
     let usage_categories = ["crossplane", "provider", "http"];
@@ -220,7 +288,7 @@ mod tests {
     /// EXTERNAL-NAME and AGE, in that order, with those JSON paths.
     #[test]
     fn managed_kinds_print_upstream_columns() {
-        let managed: Vec<Value> = crds().into_iter().filter(|c| c.pointer("/spec/names/categories").is_some_and(|k| k.as_array().is_some_and(|k| k.contains(&json!("managed"))))).collect();
+        let managed: Vec<Value> = crds(None).into_iter().filter(|c| c.pointer("/spec/names/categories").is_some_and(|k| k.as_array().is_some_and(|k| k.contains(&json!("managed"))))).collect();
         assert_eq!(managed.len(), 4);
         for crd in managed {
             let columns: Vec<(String, String)> = crd
@@ -238,5 +306,37 @@ mod tests {
             ];
             assert_eq!(columns, expected.map(|(n, p)| (n.to_string(), p.to_string())), "{}", crd["metadata"]["name"]);
         }
+    }
+
+    /// As upstream's: the cluster-scoped kinds serve v1alpha1 beside v1alpha2 (storage), with
+    /// v1alpha1's fields; the namespaced ones only v1alpha2. Only with a webhook to convert.
+    #[test]
+    fn cluster_kinds_serve_v1alpha1_with_its_fields() {
+        let webhook = ConversionWebhook { base_url: "https://127.0.0.1:1".into(), ca_bundle: "Q0E=".into() };
+        let served = crds(Some(&webhook));
+        let crd = |name: &str| served.iter().find(|c| c["metadata"]["name"] == name).unwrap();
+        let versions = |c: &Value| -> Vec<(String, bool)> {
+            c["spec"]["versions"].as_array().unwrap().iter().map(|v| (v["name"].as_str().unwrap().to_string(), v["storage"] == true)).collect()
+        };
+        let both = vec![("v1alpha2".to_string(), true), ("v1alpha1".to_string(), false)];
+        assert_eq!(versions(crd("requests.http.crossplane.io")), both);
+        assert_eq!(versions(crd("disposablerequests.http.crossplane.io")), both);
+        assert_eq!(versions(crd("requests.http.m.crossplane.io")), vec![("v1alpha2".to_string(), true)]);
+        let requests = crd("requests.http.crossplane.io");
+        assert_eq!(requests["spec"]["conversion"]["webhook"]["clientConfig"]["url"], "https://127.0.0.1:1/convert/requests.http.crossplane.io");
+        let older = &requests["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"];
+        let for_provider = &older["spec"]["properties"]["forProvider"];
+        assert!(for_provider["properties"].get("tlsConfig").is_none());
+        assert!(for_provider["properties"].get("expectedResponseCheck").is_none());
+        assert_eq!(for_provider["properties"]["mappings"]["items"]["required"], json!(["method", "url"]));
+        assert!(for_provider["properties"]["mappings"]["items"]["properties"].get("action").is_none());
+        assert!(older["status"]["properties"]["requestDetails"]["properties"].get("action").is_none());
+        // v1alpha2 is untouched.
+        let newer = &requests["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["forProvider"]["properties"];
+        assert!(newer.get("tlsConfig").is_some() && newer["mappings"]["items"]["properties"].get("action").is_some());
+        let disposable = &crd("disposablerequests.http.crossplane.io")["spec"]["versions"][1]["schema"]["openAPIV3Schema"]["properties"];
+        assert!(disposable["spec"]["properties"]["forProvider"]["properties"].get("shouldLoopInfinitely").is_none());
+        assert!(disposable["status"]["properties"].get("lastReconcileTime").is_none());
+        assert!(crds(None).iter().all(|c| c["spec"]["versions"].as_array().unwrap().len() == 1));
     }
 }

@@ -8,15 +8,14 @@
 //! (manifest, references, readiness policy, connection details, watch, the shared managed
 //! fields, status) is the same in both.
 //!
-//! Unlike upstream's converter, nothing is lost on a round trip: what one version cannot show
-//! is kept, as JSON, in an annotation of the other (as Kubernetes keeps fields of newer API
-//! versions), and restored when converting back; a kept value is used only while the field it
-//! stands for still says the same (a policy changed through v1alpha1 wins over kept
-//! `managementPolicies`).
+//! Unlike upstream's converter, nothing is lost on a round trip (see [`crate::conversion`]); a
+//! kept value is used only while the field it stands for still says the same (a policy changed
+//! through v1alpha1 wins over kept `managementPolicies`).
 
 use serde_json::{Map, Value, json};
 
 use super::{CLUSTER_GROUP, CLUSTER_VERSION, OLDER_CLUSTER_VERSION};
+use crate::conversion::{direction, field_mut, keep, put_nested, take_kept, take_nested};
 
 /// On a v1alpha1 view: the v1alpha2 fields it cannot show.
 pub const V1ALPHA2_FIELDS: &str = "kubernetes.crossplane.io/v1alpha2-fields";
@@ -53,55 +52,8 @@ fn policy_of(policies: &Value) -> Option<&'static str> {
     }
 }
 
-fn annotations(object: &mut Value) -> Option<&mut Map<String, Value>> {
-    object.get_mut("metadata")?.as_object_mut()?.get_mut("annotations")?.as_object_mut()
-}
-
-/// Removes and parses the annotation `key`.
-fn take_kept(object: &mut Value, key: &str) -> Map<String, Value> {
-    let Some(found) = annotations(object) else { return Map::new() };
-    let removed = found.remove(key);
-    let had = removed.is_some();
-    let kept = removed.and_then(|v| v.as_str().and_then(|s| serde_json::from_str::<Value>(s).ok()));
-    if had && found.is_empty()
-        && let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        metadata.remove("annotations");
-    }
-    match kept {
-        Some(Value::Object(map)) => map,
-        _ => Map::new(),
-    }
-}
-
-/// Keeps `fields` in the annotation `key` (nothing when there are none).
-fn keep(object: &mut Value, key: &str, fields: Map<String, Value>) {
-    if fields.is_empty() {
-        return;
-    }
-    let Some(root) = object.as_object_mut() else { return };
-    let metadata = root.entry("metadata").or_insert_with(|| json!({}));
-    let Some(metadata) = metadata.as_object_mut() else { return };
-    let annotations = metadata.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(annotations) = annotations.as_object_mut() {
-        annotations.insert(key.to_string(), Value::String(Value::Object(fields).to_string()));
-    }
-}
-
 fn spec_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
-    object.get_mut("spec")?.as_object_mut()
-}
-
-/// Removes `spec.<outer>.<field>`.
-fn take_nested(spec: &mut Map<String, Value>, outer: &str, field: &str) -> Option<Value> {
-    spec.get_mut(outer)?.as_object_mut()?.remove(field)
-}
-
-fn put_nested(spec: &mut Map<String, Value>, outer: &str, field: &str, value: Value) {
-    let entry = spec.entry(outer).or_insert_with(|| json!({}));
-    if let Some(map) = entry.as_object_mut() {
-        map.insert(field.to_string(), value);
-    }
+    field_mut(object, "spec")
 }
 
 /// A v1alpha2 Object as v1alpha1.
@@ -170,35 +122,20 @@ pub fn to_v1alpha2(mut object: Value) -> Result<Value, String> {
 
 /// An Object in `desired` (`group/version`).
 pub fn convert(object: Value, desired: &str) -> Result<Value, String> {
-    let from = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
     let older = format!("{CLUSTER_GROUP}/{OLDER_CLUSTER_VERSION}");
     let newer = format!("{CLUSTER_GROUP}/{CLUSTER_VERSION}");
-    match (from.as_str(), desired) {
-        (from, desired) if from == desired => Ok(object),
-        (from, desired) if from == older && desired == newer => to_v1alpha2(object),
-        (from, desired) if from == newer && desired == older => Ok(to_v1alpha1(object)),
-        (from, desired) => Err(format!("cannot convert an Object from {from:?} to {desired:?}")),
+    match direction(&object, desired, &older, &newer, "an Object")? {
+        None => Ok(object),
+        Some(true) => to_v1alpha2(object),
+        Some(false) => Ok(to_v1alpha1(object)),
     }
-}
-
-/// Answers a `ConversionReview` (apiextensions.k8s.io/v1) of Objects.
-pub fn review(body: &[u8]) -> Value {
-    let review: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let request = &review["request"];
-    let desired = request["desiredAPIVersion"].as_str().unwrap_or_default();
-    let converted: Result<Vec<Value>, String> =
-        request["objects"].as_array().cloned().unwrap_or_default().into_iter().map(|object| convert(object, desired)).collect();
-    let response = match converted {
-        Ok(objects) => json!({"uid": request["uid"], "result": {"status": "Success"}, "convertedObjects": objects}),
-        Err(message) => json!({"uid": request["uid"], "result": {"status": "Failure", "message": message}}),
-    };
-    json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "response": response})
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use crate::conversion::strategies::{metadata, text};
 
     const OLDER: &str = "kubernetes.crossplane.io/v1alpha1";
     const NEWER: &str = "kubernetes.crossplane.io/v1alpha2";
@@ -239,12 +176,12 @@ mod tests {
     fn reviews_answer_each_object_or_fail_the_whole() {
         let body = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": {"uid": "u1", "desiredAPIVersion": NEWER,
             "objects": [{"apiVersion": OLDER, "kind": "Object", "spec": {"managementPolicy": "Observe"}}]}});
-        let answer = review(body.to_string().as_bytes());
+        let answer = crate::conversion::answer(body.to_string().as_bytes(), convert);
         assert_eq!(answer["response"]["uid"], "u1");
         assert_eq!(answer["response"]["result"]["status"], "Success");
         assert_eq!(answer["response"]["convertedObjects"][0]["spec"]["managementPolicies"], json!(["Observe"]));
         let body = json!({"request": {"uid": "u2", "desiredAPIVersion": NEWER, "objects": [{"apiVersion": OLDER, "kind": "Object", "spec": {"managementPolicy": "Sometimes"}}]}});
-        let answer = review(body.to_string().as_bytes());
+        let answer = crate::conversion::answer(body.to_string().as_bytes(), convert);
         assert_eq!(answer["response"]["result"]["status"], "Failure");
         assert!(answer["response"]["result"]["message"].as_str().unwrap().contains("Sometimes"));
     }
@@ -253,23 +190,8 @@ mod tests {
         proptest::option::of(value)
     }
 
-    fn text() -> impl Strategy<Value = Value> {
-        "[a-z0-9.=' ]{0,12}".prop_map(Value::String)
-    }
-
     fn manifest() -> impl Strategy<Value = Value> {
         proptest::collection::btree_map("[a-z]{1,6}", text(), 0..4).prop_map(|data| json!({"apiVersion": "v1", "kind": "ConfigMap", "data": data}))
-    }
-
-    /// Metadata with or without annotations of its own (never the conversion's).
-    fn metadata() -> impl Strategy<Value = Value> {
-        proptest::option::of(proptest::collection::btree_map("[a-z]{1,5}\\.io/[a-z]{1,5}", text(), 1..3)).prop_map(|annotations| {
-            let mut metadata = json!({"name": "o", "uid": "1"});
-            if let Some(annotations) = annotations {
-                metadata["annotations"] = json!(annotations);
-            }
-            metadata
-        })
     }
 
     /// What both versions share in spec.

@@ -60,7 +60,7 @@ pub struct KubernetesProvider {
     /// How often Objects are observed (unless `--poll` says otherwise).
     pub poll_interval: Duration,
     /// Where the Object conversion webhook is served; without one, v1alpha1 is not served.
-    pub conversion: Option<schemas::ConversionWebhook>,
+    pub conversion: Option<crate::conversion::ConversionWebhook>,
 }
 
 impl Default for KubernetesProvider {
@@ -71,6 +71,8 @@ impl Default for KubernetesProvider {
 
 /// The path the Object conversion webhook is served at.
 pub const CONVERSION_PATH: &str = "/convert/objects.kubernetes.crossplane.io";
+/// The CRD converting through it.
+pub const CONVERTED_CRD: &str = "objects.kubernetes.crossplane.io";
 
 fn config_kinds(namespaced: bool) -> ProviderConfigKinds {
     let group = if namespaced { NAMESPACED_GROUP } else { CLUSTER_GROUP };

@@ -8,6 +8,7 @@ use oxplane_runtime::managed::crd::{CREDENTIAL_SOURCES, ManagedCrd, common_crede
 use serde_json::{Value, json};
 
 use super::{CLUSTER_GROUP, CLUSTER_VERSION, CONFIG_VERSION, NAMESPACED_GROUP, NAMESPACED_VERSION, OLDER_CLUSTER_VERSION};
+use crate::conversion::ConversionWebhook;
 
 /// The properties of a reference; `default_object` names the Object version a reference
 /// without apiVersion and kind means.
@@ -146,16 +147,6 @@ fn v1alpha1_spec(spec: &mut serde_json::Map<String, Value>) {
     );
 }
 
-/// Where the Object conversion webhook is served: an HTTPS URL and the CA that signed its
-/// certificate (`caBundle`, base64 PEM).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConversionWebhook {
-    /// `https://HOST:PORT/PATH`.
-    pub url: String,
-    /// base64 of the CA's PEM.
-    pub ca_bundle: String,
-}
-
 fn config_spec() -> Value {
     let mut identity = common_credentials(&CREDENTIAL_SOURCES);
     identity["required"] = json!(["source", "type"]);
@@ -178,10 +169,7 @@ pub fn crds(conversion: Option<&ConversionWebhook>) -> Vec<Value> {
         if crd.pointer("/spec/group").and_then(Value::as_str) != Some(CLUSTER_GROUP) {
             continue;
         }
-        crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
-            "conversionReviewVersions": ["v1"],
-            "clientConfig": {"url": webhook.url, "caBundle": webhook.ca_bundle}
-        }});
+        crd["spec"]["conversion"] = webhook.conversion(super::CONVERSION_PATH);
         for version in crd.pointer_mut("/spec/versions").and_then(Value::as_array_mut).into_iter().flatten() {
             if version["name"] == OLDER_CLUSTER_VERSION
                 && let Some(spec) = version.pointer_mut("/schema/openAPIV3Schema/properties/spec/properties").and_then(Value::as_object_mut)
