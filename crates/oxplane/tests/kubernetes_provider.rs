@@ -266,13 +266,18 @@ fn object_configmap_subscriptions(server: &Server) -> u64 {
 /// A target cluster and a control plane running provider-kubernetes with `args` in its
 /// DeploymentRuntimeConfig (as upstream's flags reach its process), with the ProviderConfig
 /// `default` (the target, through a kubeconfig Secret) and `local` (InjectedIdentity).
+/// The environment variable of the control plane's process holding the target's kubeconfig.
+const TARGET_KUBECONFIG_VARIABLE: &str = "OXPLANE_TEST_TARGET_KUBECONFIG";
+
 fn clusters_with_args(args: &[&str]) -> (Clusters, Kube, String) {
     let target_server = Server::start();
-    let control_server = Server::start();
+    let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();
+    let mut control_server = Server::new(&[]);
+    control_server.env_once(TARGET_KUBECONFIG_VARIABLE, &kubeconfig);
+    control_server.spawn();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let control = Kube::new(rt.block_on(control_server.client()));
     let target = Kube::new(rt.block_on(target_server.client()));
-    let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();
     let c = Clusters { rt, control: control.clone(), _servers: (target_server, control_server) };
     let runtime_config = Kind::new("pkg.crossplane.io", "v1beta1", "DeploymentRuntimeConfig", "deploymentruntimeconfigs", false);
     c.create(&control, &runtime_config, json!({
@@ -568,6 +573,15 @@ fn deletion_propagation_policies_reach_the_target_as_kubernetes_defines_them() {
     let failing = c.wait_object("from-env", "Synced=False", |o| conditions::get(o, "Synced").is_some_and(|s| s.status == "False"));
     let message = conditions::get(&failing, "Synced").unwrap().message;
     assert!(message.contains("environment variable \"OXPLANE_TEST_NO_SUCH_KUBECONFIG\""), "{message}");
+    // A variable that is set: the kubeconfig in it reaches the target.
+    c.create(&control, &config_kind, json!({"apiVersion": "kubernetes.crossplane.io/v1alpha1", "kind": "ProviderConfig", "metadata": {"name": "from-set-env"},
+        "spec": {"credentials": {"source": "Environment", "env": {"name": TARGET_KUBECONFIG_VARIABLE}}}}));
+    let mut from_set_env = object("from-set-env", json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "default"}, "data": {"via": "environment"}}));
+    from_set_env["spec"]["providerConfigRef"] = json!({"name": "from-set-env"});
+    c.create(&control, &object_kind(), from_set_env);
+    c.wait_object("from-set-env", "the Object to be Ready", ready_and_synced);
+    assert_eq!(c.get(&target, &config_map_kind(), Some("default"), "from-set-env").unwrap()["data"]["via"], "environment");
+    assert!(c.get(&control, &config_map_kind(), Some("default"), "from-set-env").is_none(), "made on the target, not the control plane");
 
     // Each Object manages a parent ConfigMap on the target; a child there is owned by it and
     // held by a finalizer, so what happens to each shows which policy the delete used.
