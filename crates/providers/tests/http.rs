@@ -147,9 +147,8 @@ async fn a_request_creates_observes_updates_corrects_and_deletes_a_user() {
     assert_eq!(data["gone"], b"");
 
     // A spec change is sent with PUT.
-    let mut current = runtime.kube.get(&request_kind, None, "ann").await.unwrap().unwrap();
-    current["spec"]["forProvider"]["payload"]["body"] = json!(json!({"username": "ann", "email": "ann@new.example.com"}).to_string());
-    runtime.kube.replace(&request_kind, &current).await.unwrap();
+    let body = json!({"username": "ann", "email": "ann@new.example.com"}).to_string();
+    runtime.kube.merge_patch(&request_kind, None, "ann", &json!({"spec": {"forProvider": {"payload": {"body": body}}}})).await.unwrap();
     support::wait_for("the update to reach the server", async || (rest.users()[0]["email"] == "ann@new.example.com").then_some(())).await;
 
     // A change made on the server is corrected at the next observation.
@@ -197,9 +196,9 @@ async fn request_failures_are_synced_false_naming_the_target_and_cause() {
     assert_no_secret(&runtime, &back).await;
 
     // A body the expectedResponseCheck refuses keeps the resource out of date: UPDATE is sent.
-    let mut current = runtime.kube.get(&request_kind, None, "bob").await.unwrap().unwrap();
-    current["spec"]["forProvider"]["expectedResponseCheck"] = json!({"type": "CUSTOM", "logic": ".response.body.email == \"nobody@example.com\""});
-    runtime.kube.replace(&request_kind, &current).await.unwrap();
+    // A merge patch, not a read and replace: the controller writes the status meanwhile.
+    let check = json!({"spec": {"forProvider": {"expectedResponseCheck": {"type": "CUSTOM", "logic": ".response.body.email == \"nobody@example.com\""}}}});
+    runtime.kube.merge_patch(&request_kind, None, "bob", &check).await.unwrap();
     support::wait_for("an update for the refused body", async || {
         let o = runtime.kube.get(&request_kind, None, "bob").await.unwrap()?;
         let events = events_of(&runtime, &o).await;
@@ -208,9 +207,8 @@ async fn request_failures_are_synced_false_naming_the_target_and_cause() {
     })
     .await;
     // A check that is not a boolean is an error.
-    let mut current = runtime.kube.get(&request_kind, None, "bob").await.unwrap().unwrap();
-    current["spec"]["forProvider"]["expectedResponseCheck"] = json!({"type": "CUSTOM", "logic": ".response.body.email"});
-    runtime.kube.replace(&request_kind, &current).await.unwrap();
+    let check = json!({"spec": {"forProvider": {"expectedResponseCheck": {"type": "CUSTOM", "logic": ".response.body.email"}}}});
+    runtime.kube.merge_patch(&request_kind, None, "bob", &check).await.unwrap();
     wait_object(&runtime, &request_kind, None, "bob", "Synced=False for a non-boolean check", |o| synced_false_with(o, "should return a boolean")).await;
     assert_eq!(rest.posts(), 1, "never created twice");
 }
