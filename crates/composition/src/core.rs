@@ -93,6 +93,10 @@ pub struct CoreOptions {
     /// Package references served by their registry's package even when they name a built-in
     /// (`--pull-package` prefixes).
     pub package_sources: packages::PackageSources,
+    /// Where pulled Provider packages' root filesystems, certificates, kubeconfigs and logs are
+    /// kept (`DATA_DIR/runtimes/providers` in `oxplane up`), and where their processes reach
+    /// the API server; none (or without `identities`): only built-in providers run.
+    pub provider_runtime: Option<(std::path::PathBuf, packages::ApiAccess)>,
     /// The identities Crossplane's components act as, where the API server can hand out
     /// clients for them (`oxplane up`); none: everything acts as the runtime's client (against
     /// another API server, whoever the kubeconfig names, which should be Crossplane's
@@ -155,7 +159,20 @@ impl Core {
             None => runtime.clone(),
         };
         let functions = FunctionRegistry::new();
-        let providers = Arc::new(ProviderInstaller::new(runtime.clone(), options.providers).with_identities(options.identities.clone()));
+        let provider_runtimes = match (&options.provider_runtime, &options.identities, &options.package_cache_dir, &options.function_tls_dir) {
+            (Some((dir, api)), Some(identities), Some(cache), Some(ca)) => Some(Arc::new(packages::ProviderRuntimes::new(
+                runtime.kube.clone(),
+                identities.installer.clone(),
+                cache.clone(),
+                dir.clone(),
+                ca.clone(),
+                api.clone(),
+            ))),
+            _ => None,
+        };
+        let providers = Arc::new(
+            ProviderInstaller::new(runtime.clone(), options.providers).with_identities(options.identities.clone()).with_runtimes(provider_runtimes.clone()),
+        );
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
             runtime,
             functions.clone(),
@@ -173,10 +190,16 @@ impl Core {
                 .with_sources(options.package_sources.clone()),
         );
         let builtins = [("Provider", providers.builtin_names()), ("Function", function_installer.builtin_names())].into_iter().collect();
+        let provider_controller = packages::start_controller(runtime, providers.clone(), options.package_sources.clone());
+        if let Some(runtimes) = &provider_runtimes {
+            // A provider process that starts or exits wakes its Provider at once.
+            let queue = provider_controller.queue().clone();
+            runtimes.set_wake(Arc::new(move |name| queue.add(oxplane_runtime::object::ObjectKey::new(None, name))));
+        }
         let controllers = vec![
             crate::mrd::start_definition_controller(runtime),
             crate::mrd::start_policy_controller(runtime),
-            packages::start_controller(runtime, providers.clone(), options.package_sources.clone()),
+            provider_controller,
             packages::start_controller(runtime, function_installer, options.package_sources.clone()),
             packages::lock::start_controller(runtime, builtins, options.dependency_versions, options.package_sources.clone()),
             packages::configurations::start_controller(

@@ -165,6 +165,9 @@ pub enum Command {
         #[command(subcommand)]
         which: crate::commands::xpkg::XpkgCommand,
     },
+    /// Print the output of a pulled Provider's or Function's process (its active revision's
+    /// log in the data directory); with -f, follow it.
+    Logs(crate::commands::logs::LogsArgs),
     /// Write a kubeconfig for a user with a new client certificate signed by the server's CA
     /// (common name = the user, organizations = the groups).
     Kubeconfig(crate::commands::kubeconfig::KubeconfigArgs),
@@ -262,6 +265,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bench { which } => bench::run(which),
         Command::Controllers(args) => crate::commands::controllers::run(args),
         Command::Kubeconfig(args) => crate::commands::kubeconfig::run(args, data_dir),
+        Command::Logs(args) => crate::commands::logs::run(args, data_dir),
         Command::Function { which } => crate::commands::function::run(which, data_dir),
         Command::Xpkg { which } => crate::commands::xpkg::run(which),
         Command::Render(args) | Command::Composition { which: CompositionCommand::Render(args) } => crate::commands::render::run(args, data_dir),

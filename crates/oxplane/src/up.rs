@@ -59,9 +59,12 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         let function_tls_dir = crate::commands::function::ca_dir(&options.server.data_dir);
         let package_cache_dir = options.server.data_dir.join("cache/xpkg");
         let package_runtime_dir = options.server.data_dir.join("runtimes/functions");
+        let provider_runtime_dir = options.server.data_dir.join("runtimes/providers");
         let shared = matches!(options.server.store, StoreBackend::Etcd(_));
         let mut server = Server::start(options.server).await?;
         let summary = server.summary();
+        // Where pulled providers' processes reach this server (over TCP: they are other programs).
+        let api_access = oxplane_composition::packages::ApiAccess { url: server.url(), ca_pem: server.ca_pem() };
         progress(&format!(
             "store opened: {}, at revision {} ({} objects replayed into the watch cache)",
             summary.store, summary.revision, summary.objects
@@ -119,6 +122,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
             package_runtime_dir: Some(package_runtime_dir.clone()),
             dependency_versions: options.dependency_versions,
             package_sources: options.package_sources.clone(),
+            provider_runtime: Some((provider_runtime_dir.clone(), api_access.clone())),
             identities: Some(identities.clone()),
         };
         if !options.controllers {

@@ -88,7 +88,7 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     );
     push_stream(&platform, &format!("{meta}---\n{XRD}---\n{COMPOSITION}"));
 
-    let server = Server::start();
+    let mut server = Server::start();
     server.apply(&configuration("caches", &platform));
     server.kubectl(&["wait", "--for=condition=Healthy", "configuration/caches", "--timeout=90s"]);
     server.kubectl(&["wait", "--for=condition=Healthy", "function/fns-function-pt", "provider/crossplane-contrib-provider-nop", "--timeout=90s"]);
@@ -121,6 +121,44 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     // The process's output is kept per revision in the data directory.
     let log = server.dir().join("runtimes/functions/logs").join(format!("{}.log", revision["metadata"]["name"].as_str().unwrap()));
     assert!(log.exists(), "{}", log.display());
+
+    // oxplane killed with SIGKILL: its function process does not outlive it (nothing of the
+    // old run keeps serving, or holds its port), and the next start runs exactly one again.
+    let before = function_process(server.pid());
+    assert_ne!(before, 0);
+    server.kill();
+    crate::support::within(std::time::Duration::from_secs(10), "the function process to exit with oxplane", || !alive(before));
+    server.spawn();
+    server.kubectl(&["patch", "cache", "shared", "-n", "default", "--type=merge", "-p", "{\"spec\":{\"size\":\"medium\"}}"]);
+    crate::support::within(std::time::Duration::from_secs(90), "the XR to compose through the function of the new start", || {
+        server.get(&["cache", "shared", "-n", "default"]).is_some_and(|c| c["status"]["size"] == "medium")
+    });
+    assert!(!alive(before));
+    assert_eq!(function_processes_under(server.dir()), vec![function_process(server.pid())], "one function process, the new start's");
+}
+
+/// Whether a process runs (a zombie nobody reaped yet does not).
+pub fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
+}
+
+/// Every live process serving function-patch-and-transform from a root filesystem in the data
+/// directory `dir`, whoever its parent is.
+fn function_processes_under(dir: &Path) -> Vec<u32> {
+    let mut found: Vec<u32> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| alive(*pid))
+        .filter(|pid| {
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            cwd.starts_with(dir.join("runtimes/functions/rootfs"))
+                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("function-patch-and-transform"))
+        })
+        .collect();
+    found.sort();
+    found
 }
 
 /// Builds (in `dir`) and pushes to `reference` a Function package whose runtime runs

@@ -229,6 +229,11 @@ impl Server {
         server_url(self.local)
     }
 
+    /// PEM of the CA the server's certificate chains to (what a kubeconfig trusts).
+    pub fn ca_pem(&self) -> String {
+        self.certs.ca_pem.clone()
+    }
+
     /// The API as an in-process service: requests go straight to the router, as the admin
     /// ([`UserInfo::admin`]) and exempt from the in-flight limits, with no TCP or TLS in between. A
     /// kube-rs client built on it behaves exactly as one that dials the server.

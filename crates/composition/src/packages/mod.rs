@@ -13,6 +13,10 @@
 //! - `providers.rs`: what installing a provider means.
 //! - `functions.rs`: what installing a function means, and the registry pipelines call.
 //! - `function_runtime.rs`: Function packages pulled from registries, run as local processes.
+//! - `provider_runtime.rs`: Provider packages pulled from registries, their CRDs installed and
+//!   their process run with the provider's own identity.
+//! - `runtime_image.rs`: a pulled package's image as something to run.
+//! - `process.rs`: supervising a pulled package's process (restarts, logs, never orphaned).
 //! - `configurations/`: Configurations pulled from OCI registries and what they install.
 //! - `image_configs.rs`: ImageConfigs (pull secrets and rewritten references by prefix) and
 //!   the credentials pull secrets hold.
@@ -23,12 +27,16 @@ pub mod configurations;
 mod function_runtime;
 mod functions;
 pub mod image_configs;
+mod process;
+mod provider_runtime;
+mod runtime_image;
 pub mod lock;
 pub(crate) mod providers;
 mod reconciler;
 
 pub use function_runtime::FunctionRuntimes;
 pub use functions::{FunctionInstaller, FunctionRegistry, Placement, placement};
+pub use provider_runtime::{ApiAccess, ProviderRuntimes};
 pub use providers::ProviderInstaller;
 pub use reconciler::{Installer, PackageReconciler, start_controller};
 

@@ -1,8 +1,9 @@
 //! Installing a built-in provider: apply its CRDs (labelled with the package name) as
 //! ManagedResourceDefinitions (see [`crate::mrd`]), wait for the active ones to be
 //! established, start its controllers (a kind activated later is served to them once its CRD
-//! appears). Uninstalling deletes the CRDs once no
-//! managed resource of the provider is left, then stops the controllers.
+//! appears). Uninstalling deletes the CRDs once no managed resource of the provider is left,
+//! then stops the controllers. A provider that is not built in is pulled and run as a local
+//! process (`provider_runtime.rs`), where oxplane runs one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -29,6 +30,8 @@ pub struct ProviderInstaller {
     running: Mutex<HashMap<String, (Started, ProviderHandle)>>,
     /// Where providers act as their revisions' ServiceAccounts; none: as the runtime's client.
     identities: Option<crate::core::Identities>,
+    /// The processes of pulled Provider packages (none: only built-ins).
+    pulled: Option<Arc<super::provider_runtime::ProviderRuntimes>>,
 }
 
 /// What a running provider was started with: its package reference and runtime arguments.
@@ -45,16 +48,21 @@ pub fn runtime_config_name(package: &Value) -> &str {
     package.pointer("/spec/runtimeConfigRef/name").and_then(Value::as_str).filter(|n| !n.is_empty()).unwrap_or("default")
 }
 
-/// The arguments of the `package-runtime` container of a DeploymentRuntimeConfig: what
-/// Crossplane passes to the provider's process, and what a built-in provider reads its
-/// feature flags from.
-pub fn runtime_args(config: &Value) -> Vec<String> {
+/// The `package-runtime` container of a DeploymentRuntimeConfig's Deployment template.
+pub fn runtime_container(config: &Value) -> Option<&Value> {
     config
         .pointer("/spec/deploymentTemplate/spec/template/spec/containers")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .find(|c| c.get("name").and_then(Value::as_str) == Some("package-runtime"))
+}
+
+/// The arguments of the `package-runtime` container of a DeploymentRuntimeConfig: what
+/// Crossplane passes to the provider's process, and what a built-in provider reads its
+/// feature flags from.
+pub fn runtime_args(config: &Value) -> Vec<String> {
+    runtime_container(config)
         .and_then(|c| c.get("args"))
         .and_then(Value::as_array)
         .map(|args| args.iter().filter_map(Value::as_str).map(str::to_string).collect())
@@ -64,7 +72,13 @@ pub fn runtime_args(config: &Value) -> Vec<String> {
 impl ProviderInstaller {
     /// An installer of the given providers.
     pub fn new(runtime: Runtime, providers: Vec<Arc<dyn BuiltinProvider>>) -> Self {
-        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()), identities: None }
+        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()), identities: None, pulled: None }
+    }
+
+    /// Pulls Provider packages that are not built in and runs them with `runtimes`.
+    pub fn with_runtimes(mut self, runtimes: Option<Arc<super::provider_runtime::ProviderRuntimes>>) -> Self {
+        self.pulled = runtimes;
+        self
     }
 
     /// Providers run as their revisions' ServiceAccounts (`crossplane-system/<revision>`).
@@ -168,11 +182,22 @@ impl Installer for ProviderInstaller {
         self.catalog.keys().copied().collect()
     }
 
+    fn accepts(&self, _package: &Value, reference: &str) -> bool {
+        self.catalog.contains_key(package_name(reference)) || self.pulled.is_some()
+    }
+
     async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
         let name = object::name(package).unwrap_or_default();
         let Some(provider) = self.catalog.get(package_name(reference)) else {
+            if let Some(pulled) = &self.pulled {
+                let owners = self.owners(package, reference).await?;
+                return pulled.ensure(package, reference, &revision_name(name, reference), owners).await;
+            }
             return Err(format!("{reference:?} is not a built-in provider"));
         };
+        if let Some(pulled) = &self.pulled {
+            pulled.stop(name);
+        }
         let owners = self.owners(package, reference).await?;
         // Its managed kinds become MRDs, whose CRDs the MRD controller creates once active.
         let installed = crate::mrd::install_provider_crds(&self.runtime.kube, package, provider.crds(reference), &owners, crate::mrd::is_safe_start(capabilities(package)))
@@ -264,6 +289,9 @@ impl Installer for ProviderInstaller {
             return Ok(Some(format!("waiting for CustomResourceDefinitions to be deleted: {}", names.join(", "))));
         }
         // The provider's kinds are gone: its controllers have nothing left to do.
+        if let Some(pulled) = &self.pulled {
+            pulled.stop(name);
+        }
         if let Some((_, handle)) = self.lock().remove(name) {
             handle.stop();
             tracing::info!(provider = name, "provider stopped");
@@ -273,6 +301,9 @@ impl Installer for ProviderInstaller {
 
     async fn deactivate(&self, package: &Value) {
         let name = object::name(package).unwrap_or_default();
+        if let Some(pulled) = &self.pulled {
+            pulled.stop(name);
+        }
         if let Some((_, handle)) = self.lock().remove(name) {
             handle.stop();
             tracing::info!(provider = name, "provider stopped: no active revision");
@@ -281,6 +312,11 @@ impl Installer for ProviderInstaller {
 
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
+        if !self.catalog.contains_key(package_name(reference))
+            && let Some(status) = self.pulled.as_ref().and_then(|p| p.revision_status(object::name(package).unwrap_or_default()))
+        {
+            return status;
+        }
         let refs: Vec<Value> = self
             .catalog
             .get(package_name(reference))

@@ -61,6 +61,7 @@ impl Plane {
             dependency_versions: Default::default(),
             default_activations: vec!["*".to_string()],
             package_sources: Default::default(),
+            provider_runtime: None,
             identities: None,
         })
             .await

@@ -82,6 +82,12 @@ impl CertificateAuthority {
         Ok(ServerTls { cert_pem, key_pem, ca_pem: self.ca_pem.clone() })
     }
 
+    /// A client certificate (PEM certificate and key) for `names`: what a provider package's
+    /// `tls.crt` and `tls.key` of its client certificate directory hold.
+    pub fn issue_client(&self, names: &[String]) -> Result<(String, String), TlsError> {
+        self.issue(names, names.first().map_or("client", String::as_str), ExtendedKeyUsagePurpose::ClientAuth, SystemTime::now())
+    }
+
     /// Writes a function's server certificate directory (`tls.crt`, `tls.key`, `ca.crt`) for
     /// `names` into `out`.
     pub fn write_server_dir(&self, out: &Path, names: &[String]) -> Result<(), TlsError> {

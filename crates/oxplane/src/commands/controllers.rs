@@ -91,6 +91,7 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
                 package_runtime_dir: None,
                 dependency_versions: Default::default(),
                 package_sources: Default::default(),
+                provider_runtime: None,
                 identities: None,
             },
         )

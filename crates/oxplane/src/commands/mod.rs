@@ -9,6 +9,7 @@ pub mod import;
 pub mod kube;
 pub mod kubeconfig;
 pub mod load;
+pub mod logs;
 pub mod render;
 pub mod trace;
 pub mod validate;

@@ -1,0 +1,501 @@
+//! Provider packages that are not built in: pulled from their registry, their CRDs installed,
+//! and their image's entrypoint run as a supervised local process with what Crossplane's
+//! Deployment gives a provider's pod.
+//!
+//! Per active revision `R` of the Provider `P` (Crossplane's names, in `crossplane-system`):
+//! - the Secrets `P-tls-server` (a server certificate for `P`, `P.crossplane-system`,
+//!   `P.crossplane-system.svc`) and `P-tls-client` (a client certificate for `R`), each with
+//!   `tls.crt`, `tls.key` and `ca.crt` from oxplane's CA, kept once made, and written to
+//!   `DIR/tls/R/{server,client}`;
+//! - the Service `P` (port `webhook` 9443) annotated with the local address its process
+//!   serves webhooks on, so the API server reaches it (`oxplane.io/address`);
+//! - the package's CRDs, controlled by `R` and owned by `P`, labelled with the package; a CRD
+//!   converting through a webhook is pointed at the Service (path kept) with oxplane's CA as
+//!   `caBundle` (Crossplane puts the leaf `tls.crt` there, which only Go's verifier accepts);
+//! - once the RBAC manager made `R`'s ServiceAccount, the process: the image's `Entrypoint`
+//!   and `Cmd` (or the DeploymentRuntimeConfig's `package-runtime` args), the image's `Env`,
+//!   then the DeploymentRuntimeConfig's env, then Crossplane's: `TLS_CLIENT_CERTS_DIR`,
+//!   `TLS_SERVER_CERTS_DIR`, `POD_NAMESPACE`, `POD_NAME`, `PROVIDER_NAME`, `REVISION_NAME`,
+//!   `REVISION_UID`, `WEBHOOK_TLS_CERT_DIR`, and `KUBECONFIG`: a kubeconfig of the
+//!   ServiceAccount's identity (the API server's URL and CA, and a `tokenFile` holding a token
+//!   from TokenRequest, renewed at 80% of its life as the kubelet renews projected tokens).
+//!   The process shares the host's network (no sandbox here, see the README), so the ports a
+//!   pod would own are given through the variables providers read them from: `WEBHOOK_PORT`
+//!   and `METRICS_BIND_ADDRESS` (free ports of 127.0.0.1).
+//!
+//! Its output goes to `DIR/logs/R.log` (`oxplane logs provider/P`). It is restarted with a
+//! backoff when it exits, the revision reporting why meanwhile, and stopped when the revision
+//! is deactivated, the Provider uninstalled, or oxplane stops (`process.rs`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use oxplane_functions::grpc::tls::CertificateAuthority;
+use oxplane_runtime::client::Kube;
+use oxplane_runtime::conditions;
+use oxplane_runtime::identity::SYSTEM_NAMESPACE;
+use oxplane_runtime::kinds::Kind;
+use oxplane_runtime::object;
+use oxplane_xpkg::fetch::Cache;
+use oxplane_xpkg::meta::PackageType;
+use serde_json::{Map, Value, json};
+
+use super::process::{Down, Process, down_now, supervise};
+use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
+use super::runtime_image::RuntimeImage;
+use super::{LABEL_PACKAGE, crd_kind};
+
+/// How long a provider's ServiceAccount token lives (renewed at 80% of it).
+const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
+/// The port Crossplane's Service and webhooks name.
+const WEBHOOK_PORT: u16 = 9443;
+
+/// Where provider processes reach the API server.
+#[derive(Clone, Debug)]
+pub struct ApiAccess {
+    /// `https://HOST:PORT`.
+    pub url: String,
+    /// PEM of the CA the server's certificate chains to.
+    pub ca_pem: String,
+}
+
+/// What a revision of a pulled provider installed, and its process.
+struct Installed {
+    revision: String,
+    image: Arc<RuntimeImage>,
+    /// `status.objectRefs` of the revision.
+    object_refs: Vec<Value>,
+    /// Free ports of 127.0.0.1 given to the process for its webhook server and metrics.
+    webhook_port: u16,
+    metrics_port: u16,
+    process: Option<Running>,
+}
+
+/// A running process and what it was started with.
+struct Running {
+    /// The runtime config's args and env it was started with: a change restarts it.
+    started_with: (Vec<String>, Vec<(String, String)>),
+    down: Down,
+    _stop: tokio::sync::watch::Sender<bool>,
+    renew: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.renew.abort();
+    }
+}
+
+/// Wakes a package by name (its controller's queue).
+pub type Wake = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The processes of pulled Provider packages, by Provider name.
+pub struct ProviderRuntimes {
+    kube: Kube,
+    /// Who asks for ServiceAccount tokens (the kubelet's part): the installer.
+    token_issuer: Kube,
+    cache: Cache,
+    dir: PathBuf,
+    ca_dir: PathBuf,
+    api: ApiAccess,
+    installed: Mutex<HashMap<String, Installed>>,
+    wake: Mutex<Option<Wake>>,
+}
+
+fn secret_kind() -> Kind {
+    Kind::new("", "v1", "Secret", "secrets", true)
+}
+
+fn service_kind() -> Kind {
+    Kind::new("", "v1", "Service", "services", true)
+}
+
+/// `P-tls-server` and `P-tls-client`.
+pub fn tls_secret_names(package: &str) -> (String, String) {
+    (format!("{package}-tls-server"), format!("{package}-tls-client"))
+}
+
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| format!("cannot find a free port: {e}"))
+}
+
+/// A package CRD as the establisher installs it for `package`: labelled, owned, and a webhook
+/// conversion pointed at the package's Service with `ca_pem` to trust.
+pub fn prepare_crd(crd: &Value, package: &str, owners: &[Value], ca_pem: &str) -> Value {
+    let mut crd = crd.clone();
+    object::set_label(&mut crd, LABEL_PACKAGE, package);
+    crd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
+    if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) == Some("Webhook") {
+        let path = crd.pointer("/spec/conversion/webhook/clientConfig/service/path").and_then(Value::as_str).unwrap_or("/convert").to_string();
+        let versions = crd.pointer("/spec/conversion/webhook/conversionReviewVersions").cloned().unwrap_or_else(|| json!(["v1"]));
+        crd["spec"]["conversion"]["webhook"] = json!({
+            "conversionReviewVersions": versions,
+            "clientConfig": {
+                "service": {"name": package, "namespace": SYSTEM_NAMESPACE, "port": WEBHOOK_PORT, "path": path},
+                "caBundle": STANDARD.encode(ca_pem),
+            },
+        });
+    }
+    crd
+}
+
+/// A kubeconfig for `user` reaching `api`, its token read from `token_file`.
+fn kubeconfig(api: &ApiAccess, user: &str, token_file: &Path) -> Value {
+    json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "oxplane", "cluster": {"server": api.url, "certificate-authority-data": STANDARD.encode(&api.ca_pem)}}],
+        "users": [{"name": user, "user": {"tokenFile": token_file.display().to_string()}}],
+        "contexts": [{"name": "oxplane", "context": {"cluster": "oxplane", "user": user, "namespace": SYSTEM_NAMESPACE}}],
+        "current-context": "oxplane",
+    })
+}
+
+/// Writes a file by renaming a complete temporary one over it, so readers never see half.
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), String> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+    let temporary = path.with_extension("tmp");
+    std::fs::write(&temporary, contents).map_err(|e| format!("cannot write {}: {e}", temporary.display()))?;
+    std::fs::rename(&temporary, path).map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// The env of a DeploymentRuntimeConfig's `package-runtime` container (literal values).
+fn runtime_env(config: &Value) -> Vec<(String, String)> {
+    runtime_container(config)
+        .and_then(|c| c.get("env"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| Some((e.get("name")?.as_str()?.to_string(), e.get("value").and_then(Value::as_str).unwrap_or_default().to_string())))
+        .collect()
+}
+
+/// When to renew a token living `lifetime`: at 80% of it.
+fn renew_after(lifetime: Duration) -> Duration {
+    lifetime.mul_f64(0.8)
+}
+
+impl ProviderRuntimes {
+    /// Runtimes keeping root filesystems, certificates, kubeconfigs and logs in `dir`, pulling
+    /// through `cache_dir`, with certificates from oxplane's CA in `ca_dir`. Processes an
+    /// earlier run left in `dir` are killed first.
+    pub fn new(kube: Kube, token_issuer: Kube, cache_dir: PathBuf, dir: PathBuf, ca_dir: PathBuf, api: ApiAccess) -> Self {
+        super::process::reap_orphans(&dir);
+        ProviderRuntimes { kube, token_issuer, cache: Cache::new(cache_dir), dir, ca_dir, api, installed: Mutex::new(HashMap::new()), wake: Mutex::new(None) }
+    }
+
+    /// Wakes the Provider whenever its process starts or exits.
+    pub fn set_wake(&self, wake: Wake) {
+        *self.wake.lock().unwrap_or_else(|p| p.into_inner()) = Some(wake);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Installed>> {
+        self.installed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops the Provider's process, if it runs, and forgets what it installed.
+    pub fn stop(&self, name: &str) {
+        if self.lock().remove(name).is_some() {
+            tracing::info!(provider = name, "stopped the provider's process");
+        }
+    }
+
+    /// Whether the Provider is a pulled one this runtime knows.
+    pub fn knows(&self, name: &str) -> bool {
+        self.lock().contains_key(name)
+    }
+
+    /// The revision status of a pulled Provider: `objectRefs` and the TLS Secret names.
+    pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
+        let installed = self.lock();
+        let installed = installed.get(name)?;
+        let (server, client) = tls_secret_names(name);
+        let mut status = Map::new();
+        status.insert("objectRefs".into(), Value::Array(installed.object_refs.clone()));
+        status.insert("tlsServerSecretName".into(), json!(server));
+        status.insert("tlsClientSecretName".into(), json!(client));
+        Some(status)
+    }
+
+    /// Installs the revision `revision` of the Provider `package` (pulled from `reference`) and
+    /// runs its process: `Ok(None)` once it runs, `Ok(Some(what))` while waiting, `Err(why)`
+    /// when it cannot (its process down included). `owners` are the owner references of what
+    /// the revision installs, the revision's controller reference first.
+    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, owners: Vec<Value>) -> Result<Option<String>, String> {
+        let name = object::name(package).unwrap_or_default().to_string();
+        let known = self.lock().get(&name).filter(|i| i.revision == revision).map(|i| i.image.clone());
+        let image = match known {
+            Some(image) => image,
+            None => {
+                self.stop(&name);
+                let image = Arc::new(RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Provider).await?);
+                let object_refs = image
+                    .parsed
+                    .objects
+                    .iter()
+                    .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+                    .map(|crd| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": object::name(crd)}))
+                    .collect();
+                let installed = Installed { revision: revision.to_string(), image: image.clone(), object_refs, webhook_port: free_port()?, metrics_port: free_port()?, process: None };
+                self.lock().insert(name.clone(), installed);
+                image
+            }
+        };
+        let controller = owners.first().cloned().ok_or_else(|| format!("cannot find the active ProviderRevision {revision}"))?;
+        let ca = CertificateAuthority::load_or_create(&self.ca_dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
+        let certs = self.dir.join("tls").join(revision);
+        self.ensure_tls(&name, revision, &controller, &ca, &certs).await?;
+        let webhook_port = self.lock().get(&name).map(|i| i.webhook_port).unwrap_or_default();
+        self.ensure_service(&name, revision, &controller, webhook_port).await?;
+
+        let mut waiting = Vec::new();
+        for crd in image.parsed.objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")) {
+            let crd = prepare_crd(crd, &name, &owners, ca.ca_pem());
+            let crd_name = object::name(&crd).unwrap_or_default().to_string();
+            let applied = self.kube.apply(&crd_kind(), &crd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot establish control of object: cannot apply CustomResourceDefinition {crd_name}: {e}"))?;
+            if !conditions::is_true(&applied, "Established") {
+                waiting.push(crd_name);
+            }
+        }
+        if !waiting.is_empty() {
+            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
+        }
+
+        let config_name = runtime_config_name(package);
+        let config = self.kube.get(&runtime_config_kind(), None, config_name).await.map_err(|e| format!("cannot get DeploymentRuntimeConfig {config_name}: {e}"))?;
+        let started_with = (config.as_ref().map(runtime_args).unwrap_or_default(), config.as_ref().map(runtime_env).unwrap_or_default());
+        if let Some(down) = self.lock().get(&name).and_then(|i| i.process.as_ref()).filter(|r| r.started_with == started_with).map(|r| r.down.clone()) {
+            return match down_now(&down) {
+                None => Ok(None),
+                Some(why) if why == "starting" => Ok(Some("waiting for the provider's process to start".into())),
+                Some(why) => Err(why),
+            };
+        }
+        if let Some(installed) = self.lock().get_mut(&name) {
+            // The runtime config changed: the process is started again with the new one.
+            installed.process = None;
+        }
+        let account = crate::rbac::provider::service_account_name(revision);
+        let Some((token, expires)) = self.request_token(&account).await? else {
+            return Ok(Some(format!("waiting for the RBAC manager to create the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
+        };
+        let kube_dir = self.dir.join("kube").join(revision);
+        let token_file = kube_dir.join("token");
+        write_atomically(&token_file, token.as_bytes())?;
+        let user = format!("system:serviceaccount:{SYSTEM_NAMESPACE}:{account}");
+        let kubeconfig_file = kube_dir.join("kubeconfig");
+        write_atomically(&kubeconfig_file, kubeconfig(&self.api, &user, &token_file).to_string().as_bytes())?;
+        let renew = tokio::spawn(renew_token(self.token_issuer.clone(), account.clone(), token_file.clone(), expires));
+
+        let (program, args) = image.argv(reference, &started_with.0)?;
+        let (webhook_port, metrics_port) = self.lock().get(&name).map(|i| (i.webhook_port, i.metrics_port)).unwrap_or_default();
+        let uid = controller.get("uid").and_then(Value::as_str).unwrap_or_default().to_string();
+        let server_dir = certs.join("server").display().to_string();
+        let mut env = image.env_pairs();
+        env.extend(started_with.1.iter().cloned());
+        env.extend([
+            ("TLS_CLIENT_CERTS_DIR".to_string(), certs.join("client").display().to_string()),
+            ("TLS_SERVER_CERTS_DIR".to_string(), server_dir.clone()),
+            ("POD_NAMESPACE".to_string(), SYSTEM_NAMESPACE.to_string()),
+            ("POD_NAME".to_string(), format!("{revision}-0")),
+            ("PROVIDER_NAME".to_string(), name.clone()),
+            ("REVISION_NAME".to_string(), revision.to_string()),
+            ("REVISION_UID".to_string(), uid),
+            ("WEBHOOK_TLS_CERT_DIR".to_string(), server_dir),
+            ("KUBECONFIG".to_string(), kubeconfig_file.display().to_string()),
+            ("WEBHOOK_PORT".to_string(), webhook_port.to_string()),
+            ("METRICS_BIND_ADDRESS".to_string(), format!("127.0.0.1:{metrics_port}")),
+        ]);
+        let log_dir = self.dir.join("logs");
+        std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create the provider's log folder: {e}"))?;
+        let log = log_dir.join(format!("{revision}.log"));
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let down: Down = Arc::new(Mutex::new(Some("starting".to_string())));
+        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log };
+        let wake = self.wake.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let woken = name.clone();
+        tokio::spawn(supervise(
+            process,
+            down.clone(),
+            stopped,
+            Arc::new(move || {
+                if let Some(wake) = &wake {
+                    wake(&woken);
+                }
+            }),
+        ));
+        tracing::info!(provider = %name, revision = %revision, webhook_port, "started the provider's process");
+        if let Some(installed) = self.lock().get_mut(&name) {
+            installed.process = Some(Running { started_with, down: down.clone(), _stop: stop, renew });
+        }
+        Ok(down_now(&down).map(|_| "waiting for the provider's process to start".to_string()))
+    }
+
+    /// The Secrets `P-tls-server` and `P-tls-client` (made once, kept while they hold a
+    /// certificate of this CA), written to `certs/{server,client}`.
+    async fn ensure_tls(&self, name: &str, revision: &str, controller: &Value, ca: &CertificateAuthority, certs: &Path) -> Result<(), String> {
+        let (server_secret, client_secret) = tls_secret_names(name);
+        let server_names = vec![name.to_string(), format!("{name}.{SYSTEM_NAMESPACE}"), format!("{name}.{SYSTEM_NAMESPACE}.svc")];
+        for (secret, dir, server) in [(server_secret, certs.join("server"), true), (client_secret, certs.join("client"), false)] {
+            let existing = self.kube.get(&secret_kind(), Some(SYSTEM_NAMESPACE), &secret).await.map_err(|e| format!("cannot get Secret {secret}: {e}"))?;
+            let field = |k: &str| existing.as_ref().and_then(|s| s.get("data")).and_then(|d| d.get(k)).and_then(Value::as_str).and_then(|v| STANDARD.decode(v).ok());
+            let kept = match (field("tls.crt"), field("tls.key"), field("ca.crt")) {
+                (Some(crt), Some(tls_key), Some(ca_crt)) if !crt.is_empty() && !tls_key.is_empty() && ca_crt == ca.ca_pem().as_bytes() => Some((crt, tls_key)),
+                _ => None,
+            };
+            let (crt, tls_key) = match kept {
+                Some(kept) => kept,
+                None => {
+                    let (crt, tls_key) = if server {
+                        let issued = ca.issue_server(&server_names).map_err(|e| format!("cannot issue the provider's server certificate: {e}"))?;
+                        (issued.cert_pem, issued.key_pem)
+                    } else {
+                        ca.issue_client(&[revision.to_string()]).map_err(|e| format!("cannot issue the provider's client certificate: {e}"))?
+                    };
+                    let object = json!({
+                        "apiVersion": "v1",
+                        "kind": "Secret",
+                        "metadata": {"name": secret, "namespace": SYSTEM_NAMESPACE, "ownerReferences": [controller]},
+                        "type": "Opaque",
+                        "data": {"tls.crt": STANDARD.encode(&crt), "tls.key": STANDARD.encode(&tls_key), "ca.crt": STANDARD.encode(ca.ca_pem())},
+                    });
+                    self.kube.apply(&secret_kind(), &object, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply Secret {SYSTEM_NAMESPACE}/{secret}: {e}"))?;
+                    (crt.into_bytes(), tls_key.into_bytes())
+                }
+            };
+            write_atomically(&dir.join("tls.crt"), &crt)?;
+            write_atomically(&dir.join("tls.key"), &tls_key)?;
+            write_atomically(&dir.join("ca.crt"), ca.ca_pem().as_bytes())?;
+        }
+        Ok(())
+    }
+
+    /// The Service `P` the API server calls the provider's webhooks through, pointing at the
+    /// local port its process serves them on.
+    async fn ensure_service(&self, name: &str, revision: &str, controller: &Value, port: u16) -> Result<(), String> {
+        let service = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": name,
+                "namespace": SYSTEM_NAMESPACE,
+                "ownerReferences": [controller],
+                "annotations": {"oxplane.io/address": format!("127.0.0.1:{port}")},
+            },
+            "spec": {
+                "selector": {"pkg.crossplane.io/revision": revision, "pkg.crossplane.io/provider": name},
+                "ports": [{"name": "webhook", "port": WEBHOOK_PORT, "targetPort": "webhook", "protocol": "TCP"}],
+            },
+        });
+        self.kube.apply(&service_kind(), &service, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply Service {SYSTEM_NAMESPACE}/{name}: {e}"))?;
+        Ok(())
+    }
+
+    /// A token of the ServiceAccount `account` and when it expires; `None` while it does not exist.
+    async fn request_token(&self, account: &str) -> Result<Option<(String, Duration)>, String> {
+        request_token(&self.token_issuer, account).await
+    }
+}
+
+async fn request_token(issuer: &Kube, account: &str) -> Result<Option<(String, Duration)>, String> {
+    let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(issuer.client().clone(), SYSTEM_NAMESPACE);
+    let request = TokenRequest {
+        spec: TokenRequestSpec { audiences: Vec::new(), expiration_seconds: Some(TOKEN_LIFETIME.as_secs() as i64), bound_object_ref: None },
+        ..Default::default()
+    };
+    match accounts.create_token_request(account, &kube::api::PostParams::default(), &request).await {
+        Ok(issued) => {
+            let token = issued.status.map(|s| s.token).unwrap_or_default();
+            Ok(Some((token, TOKEN_LIFETIME)))
+        }
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(None),
+        Err(error) => Err(format!("cannot request a token of ServiceAccount {SYSTEM_NAMESPACE}/{account}: {error}")),
+    }
+}
+
+/// Renews the token in `file` at 80% of its life, for as long as the process runs (the task is
+/// aborted with it); a failed request is tried again every 10 seconds.
+async fn renew_token(issuer: Kube, account: String, file: PathBuf, lifetime: Duration) {
+    let mut wait = renew_after(lifetime);
+    loop {
+        tokio::time::sleep(wait).await;
+        match request_token(&issuer, &account).await {
+            Ok(Some((token, lifetime))) => match write_atomically(&file, token.as_bytes()) {
+                Ok(()) => {
+                    tracing::debug!(%account, "renewed the provider's ServiceAccount token");
+                    wait = renew_after(lifetime);
+                }
+                Err(error) => {
+                    tracing::warn!(%account, %error, "cannot write the provider's renewed token");
+                    wait = Duration::from_secs(10);
+                }
+            },
+            Ok(None) => wait = Duration::from_secs(10),
+            Err(error) => {
+                tracing::warn!(%account, %error, "cannot renew the provider's ServiceAccount token");
+                wait = Duration::from_secs(10);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn a_webhook_conversion_is_pointed_at_the_packages_service_with_oxplanes_ca() {
+        let crd = json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "things.example.org"},
+            "spec": {"conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"path": "/convert"}}}}},
+        });
+        let owners = vec![json!({"kind": "ProviderRevision", "name": "r", "controller": true}), json!({"kind": "Provider", "name": "p"})];
+        let prepared = prepare_crd(&crd, "provider-things", &owners, "PEM");
+        assert_eq!(prepared["metadata"]["labels"][LABEL_PACKAGE], "provider-things");
+        assert_eq!(prepared["metadata"]["ownerReferences"], json!(owners));
+        assert_eq!(
+            prepared["spec"]["conversion"]["webhook"],
+            json!({
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {
+                    "service": {"name": "provider-things", "namespace": "crossplane-system", "port": 9443, "path": "/convert"},
+                    "caBundle": STANDARD.encode("PEM"),
+                },
+            })
+        );
+        let plain = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
+        assert_eq!(prepare_crd(&plain, "p", &owners, "PEM")["spec"]["conversion"], json!({"strategy": "None"}));
+    }
+
+    #[test]
+    fn the_kubeconfig_reads_its_token_from_the_file_the_renewal_rewrites() {
+        let api = ApiAccess { url: "https://127.0.0.1:6443".into(), ca_pem: "CA".into() };
+        let config = kubeconfig(&api, "system:serviceaccount:crossplane-system:r", Path::new("/d/token"));
+        assert_eq!(config["users"][0]["user"], json!({"tokenFile": "/d/token"}));
+        assert_eq!(config["clusters"][0]["cluster"]["server"], "https://127.0.0.1:6443");
+        assert_eq!(config["clusters"][0]["cluster"]["certificate-authority-data"], STANDARD.encode("CA"));
+        assert_eq!(config["contexts"][0]["context"]["namespace"], "crossplane-system");
+        assert_eq!(renew_after(Duration::from_secs(3600)), Duration::from_secs(2880));
+    }
+
+    #[test]
+    fn a_runtime_configs_env_is_read_from_the_package_runtime_container() {
+        let config = json!({"spec": {"deploymentTemplate": {"spec": {"template": {"spec": {"containers": [
+            {"name": "sidecar", "env": [{"name": "NO", "value": "x"}]},
+            {"name": "package-runtime", "args": ["--debug"], "env": [{"name": "A", "value": "1"}, {"name": "B"}]},
+        ]}}}}}});
+        assert_eq!(runtime_env(&config), vec![("A".to_string(), "1".to_string()), ("B".to_string(), String::new())]);
+        assert_eq!(runtime_args(&config), vec!["--debug".to_string()]);
+    }
+}

@@ -1,0 +1,79 @@
+//! A pulled Provider or Function package as something to run: fetched through ImageConfigs,
+//! pull secrets and the package cache, its `package.yaml` parsed and checked to be of the
+//! expected type, its layers unpacked once per digest under `DIR/rootfs/<digest>`, and the
+//! entrypoint, arguments and environment of its image config read.
+
+use std::path::{Path, PathBuf};
+
+use oxplane_runtime::client::Kube;
+use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
+use oxplane_xpkg::meta::{Package, PackageType};
+use serde_json::Value;
+
+use super::image_configs;
+use super::process::program_in;
+
+/// A package image ready to run.
+pub(super) struct RuntimeImage {
+    /// What `package.yaml` holds.
+    pub parsed: Package,
+    /// The unpacked root filesystem.
+    pub root: PathBuf,
+    /// The image config's `Entrypoint`.
+    pub entrypoint: Vec<String>,
+    /// The image config's `Cmd`.
+    pub cmd: Vec<String>,
+    /// The image config's `Env` (`KEY=VALUE`).
+    pub env: Vec<String>,
+}
+
+impl RuntimeImage {
+    /// Pulls `reference` for `package` (a Provider or Function object) and unpacks it under
+    /// `dir`; errors are worded as Crossplane's package manager words them.
+    pub async fn pull(kube: &Kube, cache: &Cache, dir: &Path, package: &Value, reference: &str, expected: PackageType) -> Result<RuntimeImage, String> {
+        let configs = image_configs::list(kube).await.map_err(|e| format!("cannot unpack package: {e}"))?;
+        let applied = image_configs::apply(&configs, reference);
+        let credentials = image_configs::pull_credentials(kube, &image_configs::pull_secret_names(package, &applied), &applied.image).await?;
+        let policy = PullPolicy::parse(package.pointer("/spec/packagePullPolicy").and_then(Value::as_str)).map_err(|e| e.to_string())?;
+        let fetched = fetch(&applied.image, &credentials, policy, cache).await.map_err(|e| format!("cannot unpack package: {e}"))?;
+        let stream = fetched.image.package_yaml().map_err(|e| format!("cannot get package: {e}"))?;
+        let parsed = oxplane_xpkg::meta::parse(&stream).map_err(|e| format!("cannot parse package: {e}"))?;
+        if parsed.package_type != expected {
+            return Err(format!(
+                "validating package contents failed: package meta type is not {} (it is a {})",
+                expected.kind(),
+                parsed.package_type.kind()
+            ));
+        }
+        let root = dir.join("rootfs").join(fetched.digest.trim_start_matches("sha256:"));
+        if !root.exists() {
+            oxplane_xpkg::rootfs::unpack(&fetched.image, &root).map_err(|e| format!("cannot unpack the image of {reference}: {e}"))?;
+        }
+        let config: Value = serde_json::from_slice(&fetched.image.config).map_err(|e| format!("the image config of {reference} is not JSON: {e}"))?;
+        let strings = |pointer: &str| -> Vec<String> {
+            config.pointer(pointer).and_then(Value::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
+        };
+        Ok(RuntimeImage { parsed, root, entrypoint: strings("/config/Entrypoint"), cmd: strings("/config/Cmd"), env: strings("/config/Env") })
+    }
+
+    /// The program and its arguments, as Kubernetes runs a container: the image's `Entrypoint`
+    /// followed by `args` when the runtime config gives any, else by the image's `Cmd`.
+    pub fn argv(&self, reference: &str, args: &[String]) -> Result<(PathBuf, Vec<String>), String> {
+        let mut argv = self.entrypoint.clone();
+        argv.extend(if args.is_empty() { self.cmd.clone() } else { args.to_vec() });
+        let Some(first) = argv.first().cloned() else {
+            return Err(format!("the image of {reference} names no entrypoint to run"));
+        };
+        let program = program_in(&self.root, &first, &self.env).ok_or_else(|| format!("the entrypoint {first:?} of {reference} is not in its image"))?;
+        Ok((program, argv[1..].to_vec()))
+    }
+
+    /// The image's environment as pairs, with a default `PATH` when it sets none.
+    pub fn env_pairs(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = self.env.iter().filter_map(|e| e.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !env.iter().any(|(k, _)| k == "PATH") {
+            env.push(("PATH".into(), "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()));
+        }
+        env
+    }
+}
