@@ -41,6 +41,7 @@ mod managed_resource_definitions;
 mod operations_logs;
 mod package_dependencies;
 mod provider_configs;
+mod provider_packages;
 mod providers;
 mod python_client;
 mod realtime;

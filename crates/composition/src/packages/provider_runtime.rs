@@ -3,7 +3,8 @@
 //! Deployment gives a provider's pod.
 //!
 //! Per active revision `R` of the Provider `P` (Crossplane's names, in `crossplane-system`):
-//! - the Secrets `P-tls-server` (a server certificate for `P`, `P.crossplane-system`,
+//! - `spec.tlsServerSecretName` and `spec.tlsClientSecretName` of `R` naming the Secrets
+//!   `P-tls-server` (a server certificate for `P`, `P.crossplane-system`,
 //!   `P.crossplane-system.svc`) and `P-tls-client` (a client certificate for `R`), each with
 //!   `tls.crt`, `tls.key` and `ca.crt` from oxplane's CA, kept once made, and written to
 //!   `DIR/tls/R/{server,client}`;
@@ -12,7 +13,7 @@
 //! - the package's CRDs, controlled by `R` and owned by `P`, labelled with the package; a CRD
 //!   converting through a webhook is pointed at the Service (path kept) with oxplane's CA as
 //!   `caBundle` (Crossplane puts the leaf `tls.crt` there, which only Go's verifier accepts);
-//! - once the RBAC manager made `R`'s ServiceAccount, the process: the image's `Entrypoint`
+//! - `R`'s ServiceAccount (which the RBAC manager binds to `R`'s roles), and the process: the image's `Entrypoint`
 //!   and `Cmd` (or the DeploymentRuntimeConfig's `package-runtime` args), the image's `Env`,
 //!   then the DeploymentRuntimeConfig's env, then Crossplane's: `TLS_CLIENT_CERTS_DIR`,
 //!   `TLS_SERVER_CERTS_DIR`, `POD_NAMESPACE`, `POD_NAME`, `PROVIDER_NAME`, `REVISION_NAME`,
@@ -212,15 +213,12 @@ impl ProviderRuntimes {
         self.lock().contains_key(name)
     }
 
-    /// The revision status of a pulled Provider: `objectRefs` and the TLS Secret names.
+    /// The revision status of a pulled Provider: `objectRefs`.
     pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
         let installed = self.lock();
         let installed = installed.get(name)?;
-        let (server, client) = tls_secret_names(name);
         let mut status = Map::new();
         status.insert("objectRefs".into(), Value::Array(installed.object_refs.clone()));
-        status.insert("tlsServerSecretName".into(), json!(server));
-        status.insert("tlsClientSecretName".into(), json!(client));
         Some(status)
     }
 
@@ -252,6 +250,10 @@ impl ProviderRuntimes {
         let ca = CertificateAuthority::load_or_create(&self.ca_dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
         let certs = self.dir.join("tls").join(revision);
         self.ensure_tls(&name, revision, &controller, &ca, &certs).await?;
+        // As the package manager sets them on a revision whose runtime it manages.
+        let (server_secret, client_secret) = tls_secret_names(&name);
+        let patch = json!({"spec": {"tlsServerSecretName": server_secret, "tlsClientSecretName": client_secret}});
+        self.kube.merge_patch(&super::provider_revision_kind(), None, revision, &patch).await.map_err(|e| format!("cannot update ProviderRevision {revision}: {e}"))?;
         let webhook_port = self.lock().get(&name).map(|i| i.webhook_port).unwrap_or_default();
         self.ensure_service(&name, revision, &controller, webhook_port).await?;
 
@@ -283,8 +285,19 @@ impl ProviderRuntimes {
             installed.process = None;
         }
         let account = crate::rbac::provider::service_account_name(revision);
+        // As Crossplane's runtime applies it with the Deployment: a provider installing no kinds
+        // gets no roles from the RBAC manager, but still runs as its own ServiceAccount.
+        let service_account = json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": account, "namespace": SYSTEM_NAMESPACE, "ownerReferences": [controller]},
+        });
+        self.kube
+            .apply(&crate::rbac::service_account_kind(), &service_account, FIELD_MANAGER, true)
+            .await
+            .map_err(|e| format!("cannot apply ServiceAccount {SYSTEM_NAMESPACE}/{account}: {e}"))?;
         let Some((token, expires)) = self.request_token(&account).await? else {
-            return Ok(Some(format!("waiting for the RBAC manager to create the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
+            return Ok(Some(format!("waiting for the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
         };
         let kube_dir = self.dir.join("kube").join(revision);
         let token_file = kube_dir.join("token");
