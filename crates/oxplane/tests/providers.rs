@@ -117,10 +117,12 @@ fn a_provider_package_installs_serves_and_uninstalls_cleanly() {
 
 #[test]
 fn an_unknown_package_lists_the_built_in_providers() {
+    // Not built in, it is pulled: from a registry on loopback where nothing listens (the tests
+    // send nothing off the machine), so it cannot be.
     let server = Server::start();
     server.kubectl_stdin(
         &["apply", "-f", "-"],
-        "apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-aws-s3\nspec:\n  package: xpkg.upbound.io/upbound/provider-aws-s3:v1.0.0\n",
+        "apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata:\n  name: provider-aws-s3\nspec:\n  package: 127.0.0.1:9/upbound/provider-aws-s3:v1.0.0\n",
     );
     eventually("the refusal", || {
         let provider = json(&server, &["get", "provider", "provider-aws-s3"]);

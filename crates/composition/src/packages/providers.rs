@@ -191,7 +191,10 @@ impl Installer for ProviderInstaller {
         let Some(provider) = self.catalog.get(package_name(reference)) else {
             if let Some(pulled) = &self.pulled {
                 let owners = self.owners(package, reference).await?;
-                return pulled.ensure(package, reference, &revision_name(name, reference), owners).await;
+                // A package that cannot be pulled may have been meant as a built-in one.
+                return pulled.ensure(package, reference, &revision_name(name, reference), owners).await.map_err(|error| {
+                    if error.starts_with("cannot unpack package: ") { format!("{error}; built-in providers: {}", self.builtin_names().join(", ")) } else { error }
+                });
             }
             return Err(format!("{reference:?} is not a built-in provider"));
         };
