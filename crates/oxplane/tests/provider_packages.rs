@@ -117,7 +117,11 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
 
     // A Thing written through v1alpha1 is stored (and reconciled) as v1beta1 by way of the
     // provider's webhook, and read back through both versions.
-    server.apply("apiVersion: fixture.example.org/v1alpha1\nkind: Thing\nmetadata: {name: blue}\nspec: {forProvider: {color: blue}}\n");
+    // Healthy means the process runs (Crossplane sets no readiness probe either): the write
+    // through v1alpha1 succeeds once its webhook listens.
+    within(Duration::from_secs(60), "a write through v1alpha1 to be converted by the provider", || {
+        server.kubectl_try(&["apply", "-f", "-"], "apiVersion: fixture.example.org/v1alpha1\nkind: Thing\nmetadata: {name: blue}\nspec: {forProvider: {color: blue}}\n").is_ok()
+    });
     server.kubectl(&["wait", "--for=condition=Ready", "things.v1beta1.fixture.example.org/blue", "--timeout=60s"]);
     let beta = server.get(&["things.v1beta1.fixture.example.org", "blue"]).unwrap();
     assert_eq!(beta["spec"]["forProvider"]["colour"], "blue", "{beta}");

@@ -48,10 +48,12 @@ use oxplane_xpkg::meta::PackageType;
 use serde_json::{Map, Value, json};
 
 use super::process::{Down, Process, down_now, supervise};
-use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
+use super::providers::{runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::runtime_image::RuntimeImage;
 use super::{LABEL_PACKAGE, crd_kind};
 
+/// The field manager of what the package manager applies (as the provider CRD installer).
+const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
 const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 /// The port Crossplane's Service and webhooks name.
