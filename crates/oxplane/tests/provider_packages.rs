@@ -171,6 +171,14 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     let _ = watch.wait();
     let seen = std::fs::read_to_string(&watched).unwrap();
     assert!(seen.contains("the provider process exited (signal: 9 (SIGKILL))"), "RuntimeHealthy never said the process was down:\n{seen}");
+    // Only the runtime was down: the revision itself stayed healthy.
+    let states: Vec<serde_json::Value> = serde_json::Deserializer::from_str(&seen).into_iter::<serde_json::Value>().map(Result::unwrap).collect();
+    let down: Vec<&serde_json::Value> = states.iter().filter(|r| condition(r, "RuntimeHealthy").is_some_and(|c| c["status"] == "False")).collect();
+    assert!(!down.is_empty());
+    for state in down {
+        assert_eq!(condition(state, "RuntimeHealthy").unwrap()["reason"], "UnhealthyPackageRevision");
+        assert_eq!(condition(state, "RevisionHealthy").unwrap()["status"], "True", "{state}");
+    }
     server.kubectl(&["patch", "things.v1beta1.fixture.example.org", "blue", "--type=merge", "-p", "{\"spec\":{\"forProvider\":{\"colour\":\"red\"}}}"]);
     within(Duration::from_secs(30), "the restarted process to reconcile", || thing_colour(&server, "blue").as_deref() == Some("red"));
 
@@ -200,7 +208,7 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
         message = healthy.as_ref().and_then(|c| c["message"].as_str()).unwrap_or_default().to_string();
         healthy.is_some_and(|c| c["status"] == "False" && c["reason"] == "UnhealthyPackageRevision") && message.contains("started again in 4s")
     });
-    assert!(message.contains("the provider process exited (exit status: 2)") && message.contains("missing configuration file"), "{message}");
+    assert!(message.starts_with("Package runtime health is \"False\" with message: the provider process exited (exit status: 2)") && message.contains("missing configuration file"), "{message}");
     let (ok, log, _) = logs(&server, &["provider-broken"]);
     assert!(ok && log.contains("missing configuration file"), "{log}");
 }

@@ -210,6 +210,13 @@ impl ProviderRuntimes {
         }
     }
 
+    /// Why the Provider's process is down, when it was started and is not running now.
+    pub fn down(&self, name: &str) -> Option<String> {
+        let installed = self.lock();
+        let down = down_now(&installed.get(name)?.process.as_ref()?.down)?;
+        (down != "starting").then_some(down)
+    }
+
     /// Whether the Provider is a pulled one this runtime knows.
     pub fn knows(&self, name: &str) -> bool {
         self.lock().contains_key(name)

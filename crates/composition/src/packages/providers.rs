@@ -313,6 +313,10 @@ impl Installer for ProviderInstaller {
         }
     }
 
+    fn runtime_down(&self, package: &Value) -> Option<String> {
+        self.pulled.as_ref()?.down(object::name(package).unwrap_or_default())
+    }
+
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
         if !self.catalog.contains_key(package_name(reference))

@@ -50,6 +50,11 @@ pub trait Installer: Send + Sync + 'static {
     /// Stops the package's runtime while no revision of it is active, keeping what it
     /// installed (an inactive revision runs nothing, as Crossplane's runs no Deployment).
     async fn deactivate(&self, package: &Value);
+    /// Why the package's runtime (its process) is down, when everything else of it is
+    /// installed: the revision is then healthy and only `RuntimeHealthy` is False.
+    fn runtime_down(&self, _package: &Value) -> Option<String> {
+        None
+    }
     /// Extra status fields of the revision (e.g. `objectRefs`, `endpoint`).
     fn revision_status(&self, package: &Value) -> Map<String, Value>;
 }
@@ -153,6 +158,19 @@ impl PackageReconciler {
             Ok(Some(waiting)) => Condition::new("Healthy", "Unknown", "UnknownPackageRevisionHealth").with_message(waiting),
             Err(error) => Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(error),
         };
+        // Only the runtime is down: the revision is healthy, its runtime not, and the package
+        // says which, as Crossplane's package manager words it.
+        let runtime_down = match &outcome {
+            Err(error) => self.installer.runtime_down(package).filter(|why| why == error),
+            _ => None,
+        };
+        let (healthy, revision_healthy) = match &runtime_down {
+            Some(why) => (
+                Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(format!("Package runtime health is \"False\" with message: {why}")),
+                Condition::new("Healthy", "True", "HealthyPackageRevision"),
+            ),
+            None => (healthy.clone(), healthy),
+        };
         if let Err(error) = &outcome {
             self.recorder.warning(package, "InstallPackage", error);
         }
@@ -166,7 +184,11 @@ impl PackageReconciler {
             }
         }
         conditions::set(package, healthy.clone());
-        self.write_revision_status(revision, healthy, package).await?;
+        let runtime_healthy = match runtime_down {
+            Some(why) => Condition::new("RuntimeHealthy", "False", "UnhealthyPackageRevision").with_message(why),
+            None => Condition::new("RuntimeHealthy", &revision_healthy.status, &revision_healthy.reason).with_message(revision_healthy.message.clone()),
+        };
+        self.write_revision_status(revision, revision_healthy, runtime_healthy, package).await?;
         if matches!(outcome, Ok(None)) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
             // The entry lets the resolver see the package installed and other packages'
@@ -247,11 +269,11 @@ impl PackageReconciler {
         Ok(self.kube.merge_patch(&kind, None, &revision_name, &patch).await?)
     }
 
-    async fn write_revision_status(&self, mut revision: Value, healthy: Condition, package: &Value) -> Result<(), ReconcileError> {
+    async fn write_revision_status(&self, mut revision: Value, healthy: Condition, runtime_healthy: Condition, package: &Value) -> Result<(), ReconcileError> {
         let before = conditions::status_of(&revision);
         let revision_healthy = Condition::new("RevisionHealthy", &healthy.status, &healthy.reason).with_message(healthy.message.clone());
         conditions::set(&mut revision, revision_healthy);
-        conditions::set(&mut revision, Condition::new("RuntimeHealthy", &healthy.status, &healthy.reason).with_message(healthy.message));
+        conditions::set(&mut revision, runtime_healthy);
         if let Some(status) = revision.as_object_mut().map(|o| o.entry("status").or_insert_with(|| json!({})))
             && let Some(status) = status.as_object_mut()
         {
