@@ -11,6 +11,8 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use oxplane_testing::Watchdog;
+
 /// The shared registry.
 pub struct Registry {
     /// `127.0.0.1:PORT`, the registry part of references to push and pull.
@@ -59,13 +61,7 @@ impl Registry {
             .spawn()
             .expect("docker-registry is not installed (scripts/test installs it)");
         // Stop the registry when this process is gone, however it ends.
-        let stop = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill {child} 2>/dev/null; sleep 1; kill -9 {child} 2>/dev/null; rm -rf {dir}",
-            pid = std::process::id(),
-            child = child.id(),
-            dir = dir.display(),
-        );
-        Command::new("setsid").args(["sh", "-c", &stop]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        Watchdog::new().kill(child.id()).remove(&dir).arm().unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(&host).is_err() {
             assert!(Instant::now() < deadline, "docker-registry did not listen on {host}: {}", std::fs::read_to_string(dir.join("log")).unwrap_or_default());

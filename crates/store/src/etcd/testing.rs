@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use oxplane_testing::Watchdog;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::{EtcdOptions, EtcdStore};
@@ -230,30 +231,10 @@ impl EtcdCluster {
         }
     }
 
-    /// Stops the process with SIGKILL when this test process is gone, and removes the data.
-    // The watchdog outlives this process by design: nobody is left to wait for it.
-    #[allow(clippy::zombie_processes)]
+    /// Stops the members with SIGKILL when this test process is gone, and removes the data.
     fn watchdog(&self) {
-        let pids: Vec<String> = self
-            .members
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|m| m.child.as_ref().map(|c| c.id().to_string()))
-            .collect();
-        let stop = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill -9 {pids} 2>/dev/null; sleep 1; rm -rf {dir}",
-            pid = std::process::id(),
-            pids = pids.join(" "),
-            dir = self.dir.display(),
-        );
-        Command::new("setsid")
-            .args(["sh", "-c", &stop])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let watchdog = self.members.lock().unwrap().iter().filter_map(|m| m.child.as_ref()).fold(Watchdog::new(), |w, c| w.kill(c.id()));
+        watchdog.remove(&self.dir).arm().unwrap();
     }
 }
 

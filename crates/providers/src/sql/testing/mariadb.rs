@@ -10,7 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use super::{free_port, is_root, run, watchdog};
+use oxplane_testing::Watchdog;
+
+use super::{arm, free_port, is_root, run};
 
 /// The password of `root@127.0.0.1`.
 pub const PASSWORD: &str = "maria-Admin-Secret-7";
@@ -125,13 +127,7 @@ impl MariaDb {
             .spawn()
             .map_err(|e| format!("cannot start mariadbd: {e}"))?;
         // Stop the server when this process is gone, however it ends.
-        let stop = format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; kill -9 {server} 2>/dev/null; sleep 1; rm -rf {dir}",
-            pid = std::process::id(),
-            server = server.id(),
-            dir = dir.display(),
-        );
-        watchdog(&stop)?;
+        arm(Watchdog::new().kill(server.id()).remove(&dir))?;
         let mariadb = MariaDb { port, socket, tls };
         let deadline = Instant::now() + Duration::from_secs(120);
         while mariadb.client_over_socket("SELECT 1").is_err() {

@@ -6,8 +6,10 @@
 pub mod mariadb;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
+
+use oxplane_testing::Watchdog;
 
 /// The superuser's password.
 pub const PASSWORD: &str = "pg-admin-Secret-42";
@@ -78,17 +80,9 @@ fn run(mut command: Command, what: &str) -> Result<(), String> {
     }
 }
 
-/// Runs `script` in its own session, detached: it outlives this process, to stop a server
-/// however the process ends (a test binary is not unwound when it exits).
-fn watchdog(script: &str) -> Result<(), String> {
-    Command::new("setsid")
-        .args(["sh", "-c", script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map(|_| ())
-        .map_err(|e| format!("cannot start the watchdog: {e}"))
+/// Arms `watchdog`, which stops a server however this process ends.
+fn arm(watchdog: Watchdog) -> Result<(), String> {
+    watchdog.arm().map_err(|e| format!("cannot start the watchdog: {e}"))
 }
 
 impl Postgres {
@@ -126,14 +120,10 @@ impl Postgres {
             .args(["-w", "-t", "120", "start"]);
         run(pg_ctl, "pg_ctl start")?;
         // Stop the server when this process is gone, however it ends.
-        watchdog(&format!(
-            "while kill -0 {pid} 2>/dev/null; do sleep 1; done; {runas} {pg_ctl} -D {data} -m immediate stop >/dev/null 2>&1; rm -rf {dir}",
-            pid = std::process::id(),
-            runas = if is_root() { "runuser -u postgres --" } else { "" },
-            pg_ctl = bin.join("pg_ctl").display(),
-            data = data.display(),
-            dir = dir.display(),
-        ))?;
+        let stop = as_postgres(&bin.join("pg_ctl"));
+        let mut args: Vec<std::ffi::OsString> = stop.get_args().map(ToOwned::to_owned).collect();
+        args.extend(["-D".into(), data.into_os_string(), "-m".into(), "immediate".into(), "stop".into()]);
+        arm(Watchdog::new().run(stop.get_program(), args).remove(&dir))?;
         Ok(Postgres { port })
     }
 
