@@ -5,6 +5,7 @@
 //! versions) before answering, so a client may create custom resources right after. At start,
 //! every stored CRD is registered again.
 
+use oxplane_machinery::names::is_dns1123_label;
 use serde_json::{Value, json};
 
 use crate::objects;
@@ -16,14 +17,6 @@ pub const CRD_PREFIX: &str = "/registry/apiextensions.k8s.io/customresourcedefin
 
 fn cause(field: &str, reason: &str, message: impl Into<String>) -> Cause {
     Cause { reason: reason.into(), message: message.into(), field: field.into() }
-}
-
-fn is_dns_label(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 63
-        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !s.starts_with('-')
-        && !s.ends_with('-')
 }
 
 /// Validates a CRD's spec; an empty result means it is acceptable.
@@ -41,7 +34,7 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     }
     if plural.is_empty() {
         causes.push(cause("spec.names.plural", "FieldValueRequired", "Required value"));
-    } else if !is_dns_label(plural) {
+    } else if !is_dns1123_label(plural) {
         causes.push(cause("spec.names.plural", "FieldValueInvalid", format!("Invalid value: \"{plural}\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-'")));
     }
     if kind.is_empty() {
@@ -49,7 +42,7 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     }
     if let Some(singular) = names["singular"].as_str()
         && !singular.is_empty()
-        && !is_dns_label(singular)
+        && !is_dns1123_label(singular)
     {
         causes.push(cause("spec.names.singular", "FieldValueInvalid", format!("Invalid value: \"{singular}\"")));
     }
@@ -73,7 +66,7 @@ pub fn validate(crd: &Value) -> Vec<Cause> {
     let mut seen = Vec::new();
     for (i, version) in versions.iter().enumerate() {
         let name = version["name"].as_str().unwrap_or_default();
-        if !is_dns_label(name) {
+        if !is_dns1123_label(name) {
             causes.push(cause(&format!("spec.versions[{i}].name"), "FieldValueInvalid", format!("Invalid value: \"{name}\"")));
         }
         if seen.contains(&name) {

@@ -50,15 +50,7 @@ pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
 
 /// Checks a name against DNS-1123 subdomain rules (what most kinds require).
 pub fn validate_name(name: &str) -> Option<Cause> {
-    let valid = !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        });
-    (!valid).then(|| Cause {
+    (!oxplane_machinery::names::is_dns1123_subdomain(name)).then(|| Cause {
         reason: "FieldValueInvalid".into(),
         message: format!(
             "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"

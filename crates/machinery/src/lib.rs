@@ -13,11 +13,13 @@
 //! - [`jsonpath`]: kubectl's JSONPath, for printer columns.
 //! - [`table`]: `meta.k8s.io/v1` Tables from printer columns.
 //! - [`openapi`]: OpenAPI v3 documents of the served kinds.
+//! - [`names`]: DNS-1123 labels and subdomains, the rules object names follow.
 //! - [`golang`]: Go's `%q` and `time.ParseDuration`, as users read them in messages.
 
 pub mod apply;
 pub mod golang;
 pub mod jsonpath;
+pub mod names;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;

@@ -4,6 +4,7 @@
 //! namespace rules of namespaced composites, and the deletion of composed resources no longer
 //! desired.
 
+use oxplane_machinery::names::is_dns1123_subdomain;
 use oxplane_runtime::Runtime;
 use oxplane_runtime::client::{ApiError, DeleteOptions};
 use oxplane_runtime::kinds::{Gvk, Kind, KindError};
@@ -11,7 +12,7 @@ use oxplane_runtime::object;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::names::{composed_name, is_valid_name};
+use super::names::composed_name;
 
 /// `crossplane.io/composite`.
 pub const LABEL_COMPOSITE: &str = "crossplane.io/composite";
@@ -118,7 +119,7 @@ pub async fn render(
         set_metadata(&mut object, "name", json!(composed_name(&prefix, xr_uid, resource_name)));
     }
     let name = object::name(&object).unwrap_or_default().to_string();
-    if !is_valid_name(&name) {
+    if !is_dns1123_subdomain(&name) {
         return Err(format!(
             "cannot apply composed resource {resource_name:?} because it has an invalid name {name:?}: it must be a lowercase RFC 1123 subdomain"
         ));

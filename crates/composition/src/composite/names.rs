@@ -22,22 +22,11 @@ pub fn composed_name(prefix: &str, owner_uid: &str, resource_name: &str) -> Stri
     format!("{cut}-{suffix}")
 }
 
-/// Whether `name` is a valid RFC 1123 subdomain (what object names must be).
-pub fn is_valid_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 253
-        && name.split('.').all(|label| {
-            !label.is_empty()
-                && label.len() <= 63
-                && label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-        })
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxplane_machinery::names::is_dns1123_subdomain;
 
     #[test]
     fn names_are_deterministic_and_bounded() {
@@ -49,9 +38,7 @@ mod tests {
         assert_eq!(a, "my-xr-5d281fc32eca");
         let long = composed_name(&"x".repeat(80), "u", "r");
         assert_eq!(long.len(), MAX_NAME);
-        assert!(is_valid_name(&long));
-        assert!(is_valid_name(&a));
-        assert!(!is_valid_name("Bad_Name"));
-        assert!(!is_valid_name("-a"));
+        assert!(is_dns1123_subdomain(&long));
+        assert!(is_dns1123_subdomain(&a));
     }
 }

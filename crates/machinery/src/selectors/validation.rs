@@ -47,25 +47,6 @@ fn is_qualified_name_part(s: &str) -> bool {
     }
 }
 
-/// True for dot-separated, non-empty lowercase RFC 1123 labels (length is checked separately).
-fn is_dns1123_subdomain(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                is_lower_alnum(*first)
-                    && is_lower_alnum(*last)
-                    && bytes.iter().all(|b| is_lower_alnum(*b) || *b == b'-')
-            }
-            _ => false,
-        }
-    })
-}
-
-fn is_lower_alnum(b: u8) -> bool {
-    b.is_ascii_lowercase() || b.is_ascii_digit()
-}
-
 /// Every reason `key` is not a valid label key (a qualified name, as annotation keys are too);
 /// empty when it is valid.
 pub fn label_key_problems(key: &str) -> Vec<String> {
@@ -87,7 +68,7 @@ pub fn label_key_problems(key: &str) -> Vec<String> {
                 if prefix.len() > PREFIX_MAX_LEN {
                     problems.push(format!("prefix part {}", max_len_problem(PREFIX_MAX_LEN)));
                 }
-                if !is_dns1123_subdomain(prefix) {
+                if !crate::names::has_subdomain_format(prefix) {
                     problems.push(format!(
                         "prefix part {}",
                         regex_hint(SUBDOMAIN_RULE, SUBDOMAIN_REGEX, &["example.com"])

@@ -77,7 +77,7 @@ async fn import(args: ImportArgs) -> anyhow::Result<()> {
     }
     let name = match &args.name {
         Some(name) => name.clone(),
-        None if oxplane_composition::composite::names::is_valid_name(&args.external_name) => args.external_name.clone(),
+        None if oxplane_machinery::names::is_dns1123_subdomain(&args.external_name) => args.external_name.clone(),
         None => anyhow::bail!("{:?} is not a valid object name: name the managed resource with --name", args.external_name),
     };
     let namespace = resource.namespaced.then(|| args.namespace.clone().unwrap_or_else(|| kube.default_namespace.clone()));
