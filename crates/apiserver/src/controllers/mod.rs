@@ -85,7 +85,7 @@ pub fn start(state: &Arc<AppState>) -> Controllers {
             tokio::spawn(runner::run(state.clone(), crd_cleanup::CrdCleanup::default())),
             tokio::spawn(runner::run(state.clone(), aggregation::Aggregation::default())),
             tokio::spawn(runner::run(state.clone(), tokens::TokensController::default())),
-            tokio::spawn(event_ttl::run(state.clone())),
+            tokio::spawn(runner::run(state.clone(), event_ttl::EventTtl::new(state.event_ttl))),
         ],
     }
 }
