@@ -12,6 +12,7 @@
 //! thousand CRDs keeps a few MiB of them here rather than tens.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
@@ -66,14 +67,76 @@ impl InformerState {
 }
 
 /// A subscriber's callback. It runs on the informer's task (or, replaying, inside
-/// [`super::Watches::subscribe`]) and must not block or call into the watch registry: it
-/// queues keys.
+/// [`super::Watches::subscribe`]), never under a lock of the registry or the informer, so it
+/// may subscribe or drop subscriptions itself; it should not block, as the kind's other
+/// subscribers wait for it: it queues keys.
 pub type Handler = Arc<dyn Fn(&WatchEvent) + Send + Sync>;
 
 /// A subscription to an informer.
 pub(crate) struct Subscriber {
     pub(crate) controller: String,
-    pub(crate) handler: Handler,
+    handler: Handler,
+    /// While the subscriber is being replayed the informer's objects, the events dispatched
+    /// meanwhile, delivered after the replay in order; `None` once it is live.
+    pending: Mutex<Option<Vec<WatchEvent>>>,
+    /// Set when the subscription ends: an event being dispatched then is not delivered.
+    gone: AtomicBool,
+}
+
+impl Subscriber {
+    /// A subscriber still to be replayed the informer's objects ([`Subscriber::replay`]).
+    pub(crate) fn new(controller: &str, handler: Handler) -> Arc<Self> {
+        Arc::new(Subscriber { controller: controller.to_string(), handler, pending: Mutex::new(Some(Vec::new())), gone: AtomicBool::new(false) })
+    }
+
+    /// Ends the subscription.
+    pub(crate) fn end(&self) {
+        self.gone.store(true, Ordering::Release);
+    }
+
+    fn deliver(&self, event: &WatchEvent) {
+        if self.gone.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(pending) = self.pending.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+            pending.push(event.clone());
+            return;
+        }
+        (self.handler)(event);
+    }
+
+    /// Gives the subscriber, already listed among the informer's subscribers, every object
+    /// the informer knows (as `Applied`) and its state if it is not serving, then the events
+    /// dispatched meanwhile, and makes it live. No lock is held while the handler runs.
+    pub(crate) fn replay(&self, informer: &Informer) {
+        for object in informer.list() {
+            if self.gone.load(Ordering::Acquire) {
+                return;
+            }
+            (self.handler)(&WatchEvent::Applied { old: None, new: object });
+        }
+        if let state @ (InformerState::NotServed(_) | InformerState::Failing(_)) = informer.state() {
+            (self.handler)(&WatchEvent::State(state));
+        }
+        loop {
+            let batch = {
+                let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+                match pending.as_mut() {
+                    Some(events) if !events.is_empty() => std::mem::take(events),
+                    _ => {
+                        *pending = None;
+                        return;
+                    }
+                }
+            };
+            for event in &batch {
+                if self.gone.load(Ordering::Acquire) {
+                    return;
+                }
+                (self.handler)(event);
+            }
+        }
+    }
 }
 
 /// What an informer knows; shared by its task, the registry and readers.
@@ -81,7 +144,7 @@ pub struct Informer {
     gvk: Gvk,
     objects: RwLock<HashMap<ObjectKey, Arc<Value>>>,
     state: Mutex<InformerState>,
-    pub(crate) subscribers: RwLock<BTreeMap<u64, Subscriber>>,
+    pub(crate) subscribers: RwLock<BTreeMap<u64, Arc<Subscriber>>>,
     synced: tokio::sync::watch::Sender<bool>,
 }
 
@@ -143,10 +206,12 @@ impl Informer {
         self.objects.write().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// Tells every subscriber about `event`, outside the subscriber list's lock: a handler may
+    /// subscribe or unsubscribe.
     fn dispatch(&self, event: &WatchEvent) {
-        let subscribers = self.subscribers.read().unwrap_or_else(|p| p.into_inner());
-        for subscriber in subscribers.values() {
-            (subscriber.handler)(event);
+        let subscribers: Vec<Arc<Subscriber>> = self.subscribers.read().unwrap_or_else(|p| p.into_inner()).values().cloned().collect();
+        for subscriber in subscribers {
+            subscriber.deliver(event);
         }
     }
 

@@ -107,7 +107,9 @@ fn unsubscribe(inner: &Arc<Inner>, gvk: &Gvk, id: u64) {
     let Some(slot) = slots.get_mut(gvk) else { return };
     let now_empty = {
         let mut subscribers = slot.informer.subscribers.write().unwrap_or_else(|p| p.into_inner());
-        subscribers.remove(&id);
+        if let Some(subscriber) = subscribers.remove(&id) {
+            subscriber.end();
+        }
         subscribers.is_empty()
     };
     if !now_empty {
@@ -191,9 +193,11 @@ impl Watches {
     }
 
     /// Subscribes `controller` to changes of `gvk`. The handler first receives every object
-    /// already known (as `Applied`), then each change, in order.
+    /// already known (as `Applied`, before this returns), then each change, in order. It is
+    /// called under no lock of the registry, so it may itself subscribe or drop handles.
     pub fn subscribe(&self, controller: &str, gvk: &Gvk, handler: Handler) -> WatchHandle {
         let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let subscriber = informer::Subscriber::new(controller, handler);
         let mut slots = lock_slots(&self.inner);
         let slot = slots.entry(gvk.clone()).or_insert_with(|| {
             let informer = Informer::new(gvk.clone());
@@ -207,20 +211,14 @@ impl Watches {
         });
         slot.idle_generation += 1;
         let informer = slot.informer.clone();
-        {
-            // Holding the subscriber list while replaying keeps the replay and live events in
-            // order: the informer's task cannot dispatch until we are done.
-            let mut subscribers = informer.subscribers.write().unwrap_or_else(|p| p.into_inner());
-            for object in informer.list() {
-                handler(&WatchEvent::Applied { old: None, new: object });
-            }
-            if let state @ (InformerState::NotServed(_) | InformerState::Failing(_)) = informer.state() {
-                handler(&WatchEvent::State(state));
-            }
-            subscribers.insert(id, informer::Subscriber { controller: controller.to_string(), handler });
-        }
+        // Listed before the replay, under the registry's lock (so an idle timer cannot stop the
+        // informer meanwhile); events dispatched from now on wait in the subscriber until the
+        // replay, run after the lock is released, has delivered the objects.
+        informer.subscribers.write().unwrap_or_else(|p| p.into_inner()).insert(id, subscriber.clone());
         drop(slots);
-        WatchHandle { registry: Arc::downgrade(&self.inner), gvk: gvk.clone(), id, informer }
+        let handle = WatchHandle { registry: Arc::downgrade(&self.inner), gvk: gvk.clone(), id, informer };
+        subscriber.replay(&handle.informer);
+        handle
     }
 
     /// The informer of a kind, if anything watches it.
@@ -300,3 +298,98 @@ impl Watches {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use oxplane_apiserver::testing::RunningServer;
+    use serde_json::json;
+
+    use super::*;
+    use crate::kinds::Kind;
+
+    fn config_maps() -> Kind {
+        Kind::new("", "v1", "ConfigMap", "configmaps", true)
+    }
+
+    /// Runs `f` on a blocking thread; a deadlock fails the test instead of hanging it.
+    async fn finishes<T: Send + 'static>(what: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+        match tokio::time::timeout(Duration::from_secs(20), tokio::task::spawn_blocking(f)).await {
+            Ok(done) => done.unwrap(),
+            Err(_) => panic!("{what} did not finish (deadlock)"),
+        }
+    }
+
+    /// Waits up to 20 s for `check`.
+    async fn eventually(what: &str, check: impl Fn() -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        while !check() {
+            assert!(tokio::time::Instant::now() < deadline, "{what} did not happen (deadlock)");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn handlers_may_subscribe_and_unsubscribe_from_inside_their_callbacks() {
+        let server = RunningServer::start().await.unwrap();
+        let runtime = crate::Runtime::new(kube::Client::new(server.local_service(), "default"), Duration::from_millis(200));
+        let kind = config_maps();
+        let config_map = |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}});
+        runtime.kube.create(&kind, &config_map("first")).await.unwrap();
+        let watches = runtime.watches.clone();
+        let first = watches.subscribe("test", &kind.gvk, Arc::new(|_: &WatchEvent| {}));
+        assert!(first.informer().wait_synced(Duration::from_secs(20)).await);
+
+        // Each applied ConfigMap makes the handler subscribe to ConfigMaps itself (that
+        // subscription's replay calls its own handler); a deletion drops every one of them.
+        let inner: Arc<Mutex<Vec<WatchHandle>>> = Arc::default();
+        let inner_calls = Arc::new(AtomicUsize::new(0));
+        let handler: Handler = {
+            let (watches, inner, inner_calls, gvk) = (watches.clone(), inner.clone(), inner_calls.clone(), kind.gvk.clone());
+            Arc::new(move |event: &WatchEvent| match event {
+                WatchEvent::Applied { .. } => {
+                    let calls = inner_calls.clone();
+                    let handle = watches.subscribe("test/inner", &gvk, Arc::new(move |_: &WatchEvent| {
+                        calls.fetch_add(1, Ordering::Relaxed);
+                    }));
+                    inner.lock().unwrap().push(handle);
+                }
+                WatchEvent::Deleted(_) => inner.lock().unwrap().clear(),
+                WatchEvent::State(_) => {}
+            })
+        };
+
+        // Replayed: "first" is known, so the handler subscribes inside `subscribe`.
+        let outer = finishes("subscribing from a handler being replayed", {
+            let (watches, gvk) = (watches.clone(), kind.gvk.clone());
+            move || watches.subscribe("test/outer", &gvk, handler)
+        })
+        .await;
+        let replayed = inner.lock().unwrap().len();
+        assert!(replayed >= 1, "the replay subscribed");
+        assert!(inner_calls.load(Ordering::Relaxed) >= 1, "the inner subscription was replayed too");
+
+        // Live: the informer's task calls the handler, which subscribes to its own kind.
+        runtime.kube.create(&kind, &config_map("second")).await.unwrap();
+        eventually("subscribing from a live handler", || inner.lock().unwrap().len() > replayed).await;
+
+        // A deletion drops the inner subscriptions from inside the callback.
+        runtime.kube.delete(&kind, Some("default"), "second", &Default::default()).await.unwrap();
+        eventually("unsubscribing from a live handler", || inner.lock().unwrap().is_empty()).await;
+        assert!(!watches.subscriptions().keys().any(|(controller, _)| controller == "test/inner"));
+
+        // The registry still answers, and a change still reaches every subscriber.
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = {
+            let calls = calls.clone();
+            watches.subscribe("test/after", &kind.gvk, Arc::new(move |_: &WatchEvent| {
+                calls.fetch_add(1, Ordering::Relaxed);
+            }))
+        };
+        let before = calls.load(Ordering::Relaxed);
+        runtime.kube.create(&kind, &config_map("third")).await.unwrap();
+        eventually("the next change delivered", || calls.load(Ordering::Relaxed) > before).await;
+        drop((outer, counted, first));
+    }
+}
