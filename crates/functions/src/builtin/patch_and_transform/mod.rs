@@ -4,19 +4,17 @@
 //! observed XR or the composition environment, values from observed composed resources are
 //! patched back into the desired XR (its status) and the environment, readiness comes from
 //! readiness checks on the observed resources, and connection details are gathered for the
-//! XR (as a composed `Secret` for a modern XR). Legacy `mode: Resources` Compositions run
-//! through the same engine once [`input_from_legacy_composition`] has converted them.
+//! XR (as a composed `Secret` for a modern XR).
 //!
 //! - `input`: the input as written; `compile`: checking it (Crossplane's messages) into
 //!   typed patches; `transforms` and `quantity`: transforms; `patches`: applying one
 //!   patch; `readiness` and `connection`: readiness checks and connection details;
-//!   `engine`: the run; `legacy`: legacy Compositions.
+//!   `engine`: the run.
 
 mod compile;
 mod connection;
 mod engine;
 mod input;
-mod legacy;
 mod patches;
 mod quantity;
 mod readiness;
@@ -24,7 +22,6 @@ mod transforms;
 
 pub use connection::CONNECTION_SECRET_TYPE;
 pub use engine::{ENVIRONMENT_KEY, run};
-pub use legacy::{LegacyCompositionError, input_from_legacy_composition};
 
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,6 @@
 //! Crossplane's documented behaviour (see the reference in shared/reference).
 
 mod connection;
-mod legacy;
 mod patches;
 mod readiness;
 mod run;
