@@ -110,6 +110,10 @@ pub struct Schema {
     cel: Option<cel_rules::CelValidator>,
 }
 
+/// kube-apiserver's cause (field `<nil>`) when keyword errors kept the CEL rules from running.
+pub const RULES_NOT_CHECKED: &str =
+    "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation";
+
 /// Path prefix used in schema-level messages, so the server can prepend `spec.versions[i].schema.`.
 pub(crate) const SCHEMA_ROOT: &str = "openAPIV3Schema";
 
@@ -157,27 +161,31 @@ impl Schema {
         self.cel.as_ref().map(|cel| cel.validate(object, old)).unwrap_or_default()
     }
 
-    /// Validates an object and, when the schema's own keywords accept it, runs its CEL rules;
-    /// `old` is the stored object for an update (transition rules need it).
+    /// Validates an object against its keywords and then, as kube-apiserver does, runs its CEL
+    /// rules unless a keyword error blocks them (a wrong type, a missing required field, a value
+    /// outside the `enum`, or over `maxLength`, `maxItems` or `maxProperties`: the rules could
+    /// not be evaluated on such an object). Blocked rules are reported by one cause without a
+    /// field, kube-apiserver's words; other keyword errors (a pattern, a minimum, ...) come
+    /// with the rules' own errors. `old` is the stored object for an update (transition rules
+    /// need it).
     pub fn validate_update(&self, object: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let errors = validate::validate_root(&self.root, object);
-        if !errors.is_empty() {
+        let mut errors = validate::validate_root(&self.root, object);
+        let Some(cel) = &self.cel else { return errors };
+        if errors.iter().any(|e| e.reason.blocks_rules()) {
+            errors.push(FieldError { reason: Reason::FieldValueInvalid, field: "<nil>".to_string(), message: RULES_NOT_CHECKED.to_string() });
             return errors;
         }
-        let Some(cel) = &self.cel else { return errors };
-        cel.validate(object, old)
-            .into_iter()
-            .map(|e| FieldError {
+        errors.extend(cel.validate(object, old).into_iter().map(|e| FieldError {
                 reason: match e.reason {
                     cel_rules::CelReason::FieldValueInvalid => Reason::FieldValueInvalid,
                     cel_rules::CelReason::FieldValueForbidden => Reason::FieldValueForbidden,
                     cel_rules::CelReason::FieldValueRequired => Reason::FieldValueRequired,
                     cel_rules::CelReason::FieldValueDuplicate => Reason::FieldValueDuplicate,
                 },
-                field: e.field,
-                message: e.message,
-            })
-            .collect()
+            field: e.field,
+            message: e.message,
+        }));
+        errors
     }
 
     /// The node at a field path such as `spec.conditions`, `spec.items[0].name` or `spec.labels[key]`.

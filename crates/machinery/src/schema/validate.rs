@@ -54,6 +54,18 @@ impl Reason {
     }
 }
 
+impl Reason {
+    /// Whether an error of this kind keeps the CEL rules from running (kube-apiserver's
+    /// blocking errors: `Unsupported value`, `Required value`, `Too long`, `Too many`, a
+    /// wrong type).
+    pub fn blocks_rules(self) -> bool {
+        matches!(
+            self,
+            Reason::FieldValueNotSupported | Reason::FieldValueRequired | Reason::FieldValueTooLong | Reason::FieldValueTooMany | Reason::FieldValueTypeInvalid
+        )
+    }
+}
+
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

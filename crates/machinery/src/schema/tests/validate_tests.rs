@@ -591,3 +591,31 @@ fn too_deep_object_is_an_error_not_a_crash() {
         cur = next;
     }
 }
+
+/// kube-apiserver (apiextensions-apiserver's `hasBlockingErr`) runs a CRD's CEL rules after
+/// its keywords unless a keyword error blocks them, and then says so once, without a field.
+#[test]
+fn keyword_errors_that_block_cel_rules_say_so_and_others_come_with_the_rules_errors() {
+    let schema = compile(&spec_with(json!({
+        "size": {"type": "string", "enum": ["S", "M"], "x-kubernetes-validations": [{"rule": "self != 'XL'", "message": "XL is not sold"}]},
+        "name": {"type": "string", "pattern": "^[a-z]+$", "x-kubernetes-validations": [{"rule": "self.size() <= 3", "message": "at most 3 letters"}]},
+    })));
+    let not_checked = r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#;
+    // Outside the enum and against the rule: the enum's error, and the rules not checked.
+    assert_eq!(rendered(&schema.validate(&object_with(json!({"size": "XL"})))), [not_checked, r#"spec.size: Unsupported value: "XL": supported values: "S", "M""#]);
+    let blocked = schema.validate(&object_with(json!({"size": "XL"})));
+    assert_eq!((blocked[1].reason, blocked[1].field.as_str()), (Reason::FieldValueInvalid, "<nil>"));
+    // The same on an update, and for the other blocking errors (a wrong type here).
+    assert_eq!(rendered(&schema.validate_update(&object_with(json!({"size": 5})), Some(&object_with(json!({"size": "S"}))))).len(), 2);
+    assert!(rendered(&schema.validate(&object_with(json!({"size": 5})))).contains(&not_checked.to_string()));
+    // A pattern does not block: its error comes with the rule's.
+    assert_eq!(
+        rendered(&schema.validate(&object_with(json!({"name": "ABCD"})))),
+        [r#"spec.name: Invalid value: "ABCD": spec.name in body should match '^[a-z]+$'"#, r#"spec.name: Invalid value: "string": at most 3 letters"#]
+    );
+    // Only the rule: its error alone.
+    assert_eq!(rendered(&schema.validate(&object_with(json!({"name": "abcd"})))), [r#"spec.name: Invalid value: "string": at most 3 letters"#]);
+    // A schema without rules never adds the notice.
+    let plain = compile(&spec_with(json!({"size": {"type": "string", "enum": ["S"]}})));
+    assert_eq!(rendered(&plain.validate(&object_with(json!({"size": "XL"})))), [r#"spec.size: Unsupported value: "XL": supported values: "S""#]);
+}
