@@ -115,6 +115,12 @@ fn mrd_of_crd(event: &WatchEvent) -> Vec<ObjectKey> {
     object::name(crd).map(|name| vec![ObjectKey::new(None, name)]).unwrap_or_default()
 }
 
+/// What makes an MRD's CRD out of date: the usual changes, and its owners (an upgrade moves
+/// the controller reference to the new revision, and the CRD follows the MRD's owners).
+fn spec_metadata_or_owners_changed(old: Option<&Value>, new: &Value) -> bool {
+    spec_or_metadata_changed(old, new) || old.and_then(|o| o.pointer("/metadata/ownerReferences")) != new.pointer("/metadata/ownerReferences")
+}
+
 /// Starts the MRD controller: MRDs and the CRDs they own.
 pub fn start_controller(runtime: &Runtime) -> Arc<Controller> {
     let reconciler = Arc::new(MrdReconciler { kube: runtime.kube.clone(), recorder: EventRecorder::new(runtime.kube.clone(), CONTROLLER_NAME) });
@@ -122,7 +128,7 @@ pub fn start_controller(runtime: &Runtime) -> Arc<Controller> {
     let kind = mrd_kind();
     runtime.watches.kinds().insert(kind.clone());
     runtime.watches.kinds().insert(crd_kind());
-    controller.watch_own(&runtime.watches, &kind.gvk, spec_or_metadata_changed);
+    controller.watch_own(&runtime.watches, &kind.gvk, spec_metadata_or_owners_changed);
     controller.watch_mapped(&runtime.watches, &crd_kind().gvk, mrd_of_crd);
     controller
 }

@@ -80,7 +80,9 @@ pub fn crd_of(mrd: &Value) -> Value {
         }
     }
     let mut owners = vec![object::owner_reference(mrd, false, false)];
-    owners.extend(object::controller_ref(mrd).cloned());
+    // The MRD's own owners too (the revision as controller, the package), so the CRD is
+    // owned as it was before MRDs and moves with the active revision.
+    owners.extend(mrd.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().cloned());
     let mut metadata = json!({"name": object::name(mrd).unwrap_or_default(), "ownerReferences": owners});
     for field in ["labels", "annotations"] {
         if let Some(value) = mrd.pointer(&format!("/metadata/{field}")) {
