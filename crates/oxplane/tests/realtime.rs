@@ -504,6 +504,9 @@ fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
     server.apply(&xr("XParent", "p1", "a"));
     within(T_REACT, "p1 Ready", || ready(&server, "xparent", "p1"));
 
+    // The kind's ManagedResourceDefinition would apply its CRD again at once: paused, it
+    // leaves the kind gone.
+    server.kubectl(&["annotate", "mrd", "nopresources.nop.crossplane.io", "crossplane.io/paused=true"]);
     server.kubectl(&["delete", "crd", "nopresources.nop.crossplane.io", "--timeout=60s"]);
     within(T_REACT, "p1 to name the missing kind", || {
         server.get(&["xparent", "p1"]).is_some_and(|p| {
@@ -520,8 +523,8 @@ fn ws04_a_composed_kind_that_goes_away_is_named_and_recovers_without_restart() {
     server.apply(&xr("XOther", "o1", "x"));
     within(T_REACT, "another XRD's XR still reconciles", || server.get(&["xother", "o1"]).is_some_and(|o| is_true(&o, "Synced")));
 
-    // Reinstall: the provider re-asserts its CRDs when told to.
-    server.kubectl(&["annotate", "provider", "provider-nop", "oxplane.io/reinstall=1"]);
+    // Unpaused, the MRD applies its CRD again.
+    server.kubectl(&["annotate", "mrd", "nopresources.nop.crossplane.io", "crossplane.io/paused-"]);
     within(T_REACT * 2, "p1 recomposed and Ready", || ready(&server, "xparent", "p1"));
     let p1 = server.get(&["xparent", "p1"]).unwrap();
     let nop = composed_by(&server, p1["metadata"]["uid"].as_str().unwrap())[0]["metadata"]["name"].as_str().unwrap().to_string();
