@@ -104,7 +104,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         // as it takes over: a follower or API-only replica may go while the leader stays.
         let (_conversion_server, conversion) = crate::webhooks::serve_conversion_on_loopback().await?;
         if !shared {
-            point_conversion_webhooks(&identities.installer, &conversion).await;
+            crate::webhooks::point_crds(&identities.installer, &conversion).await;
         }
         let catalog_options = oxplane_providers::CatalogOptions { conversion: Some(conversion.clone()) };
         let installer = identities.installer.clone();
@@ -144,10 +144,7 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
         let leading = crate::leadership::campaign(kube::Client::new(server.local_service(), "default"), identity.clone());
         // The in-server controllers (garbage collector, namespaces, ...) follow the same lease.
         server.controllers_while(leading.clone());
-        let leader = tokio::spawn(lead(leading, identity, controllers, core_options, planner, move || {
-            let (installer, conversion) = (installer.clone(), conversion.clone());
-            async move { point_conversion_webhooks(&installer, &conversion).await }
-        }));
+        let leader = tokio::spawn(lead(leading, identity, controllers, core_options, planner, (installer, conversion)));
         let served = server.serve(shutdown).await;
         leader.abort();
         served?;
@@ -158,13 +155,15 @@ pub fn run(options: UpOptions) -> anyhow::Result<()> {
 /// Runs the core while `leading` says this server holds the controllers' Lease. On losing the lease
 /// (to another server, or by not renewing it in time) the core stops before anything else, so
 /// it does not go on beside the new leader's, and the campaign goes on.
-async fn lead<P: std::future::Future<Output = ()>>(
+/// `conversion`: the client installing the providers' CRDs and this server's conversion
+/// webhooks, which the CRDs are pointed at on taking over.
+async fn lead(
     mut leading: tokio::sync::watch::Receiver<bool>,
     identity: String,
     controllers: Runtime,
     options: impl Fn() -> CoreOptions,
     planner: crate::plan_action::Planner,
-    point_webhooks: impl Fn() -> P,
+    conversion: (Kube, oxplane_providers::conversion::ConversionWebhook),
 ) {
     loop {
         while !*leading.borrow_and_update() {
@@ -174,7 +173,7 @@ async fn lead<P: std::future::Future<Output = ()>>(
         }
         tracing::info!(%identity, "leading: starting the controllers");
         // The previous leader's conversion webhooks may be gone with it.
-        point_webhooks().await;
+        crate::webhooks::point_crds(&conversion.0, &conversion.1).await;
         let started = tokio::select! {
             started = Core::start(&controllers, options()) => started,
             _ = leading.wait_for(|leads| !*leads) => {
@@ -201,14 +200,6 @@ async fn lead<P: std::future::Future<Output = ()>>(
         core.stop();
         drop(core);
         tracing::warn!(%identity, "lost the controllers' lease: controllers stopped, campaigning again");
-    }
-}
-
-/// Points the providers' converted CRDs at this server's conversion webhooks; a failure is
-/// logged (the providers' CRDs, installed with this address, point them here too).
-async fn point_conversion_webhooks(kube: &Kube, conversion: &oxplane_providers::conversion::ConversionWebhook) {
-    if let Err(error) = crate::webhooks::point_crds(kube, conversion).await {
-        tracing::warn!(error = format!("{error:#}"), "pointing provider CRDs at this server's conversion webhooks failed: reads through converted versions fail until the providers install their CRDs");
     }
 }
 

@@ -16,7 +16,8 @@ use anyhow::Context;
 use oxplane_apiserver::webhooks::serve::{AsyncHandler, Handler, WebhookServer};
 use oxplane_providers::conversion::{self, ConversionWebhook};
 use oxplane_runtime::client::Kube;
-use oxplane_runtime::kinds::Kind;
+use oxplane_composition::mrd::mrd_kind;
+use oxplane_composition::packages::crd_kind;
 use serde_json::{Value, json};
 
 use crate::usage_protection::webhook as usage;
@@ -32,19 +33,19 @@ pub async fn serve_conversion_on_loopback() -> anyhow::Result<(WebhookServer, Co
     Ok((server, webhook))
 }
 
-fn crd_kind() -> Kind {
-    Kind::new("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false)
-}
-
-fn mrd_kind() -> Kind {
-    Kind::new("apiextensions.crossplane.io", "v1alpha1", "ManagedResourceDefinition", "managedresourcedefinitions", false)
+/// Points the providers' converted CRDs at `webhook` (see [`try_point_crds`]); a failure is
+/// logged, not fatal: the providers' CRDs, installed with this address, point them here too.
+pub async fn point_crds(kube: &Kube, webhook: &ConversionWebhook) {
+    if let Err(error) = try_point_crds(kube, webhook).await {
+        tracing::warn!(error = format!("{error:#}"), "pointing provider CRDs at this process's conversion webhooks failed: reads through converted versions fail until the providers install their CRDs");
+    }
 }
 
 /// Points the stored CRDs that convert through the providers' webhooks at `webhook`: the
 /// ManagedResourceDefinition a CRD is made from first (or the MRD controller would write the
 /// old address back), then the CRD. One not installed yet (the provider writes it with this
 /// address), not converting through a webhook, or pointed here already is left alone.
-pub async fn point_crds(kube: &Kube, webhook: &ConversionWebhook) -> anyhow::Result<()> {
+async fn try_point_crds(kube: &Kube, webhook: &ConversionWebhook) -> anyhow::Result<()> {
     for converted in conversion::converted() {
         let wanted = webhook.conversion(converted.path);
         let config = &wanted["webhook"]["clientConfig"];

@@ -58,6 +58,7 @@ fn requests_convert_between_v1alpha1_and_v1alpha2_through_kubectl() {
     let older = v1("request", "ada").unwrap();
     assert!(ready_and_synced(&older), "{older:#}");
     assert_eq!(older["status"]["response"]["statusCode"], 200);
+    assert!(older["status"]["requestDetails"]["method"].is_string(), "{older:#}");
     assert!(older["status"]["requestDetails"].get("action").is_none(), "{older:#}");
     assert!(v2("request", "ada").unwrap()["status"]["requestDetails"]["action"].is_string());
 

@@ -263,12 +263,12 @@ fn object_configmap_subscriptions(server: &Server) -> u64 {
         .sum()
 }
 
-/// A target cluster and a control plane running provider-kubernetes with `args` in its
-/// DeploymentRuntimeConfig (as upstream's flags reach its process), with the ProviderConfig
-/// `default` (the target, through a kubeconfig Secret) and `local` (InjectedIdentity).
 /// The environment variable of the control plane's process holding the target's kubeconfig.
 const TARGET_KUBECONFIG_VARIABLE: &str = "OXPLANE_TEST_TARGET_KUBECONFIG";
 
+/// A target cluster and a control plane running provider-kubernetes with `args` in its
+/// DeploymentRuntimeConfig (as upstream's flags reach its process), with the ProviderConfig
+/// `default` (the target, through a kubeconfig Secret) and `local` (InjectedIdentity).
 fn clusters_with_args(args: &[&str]) -> (Clusters, Kube, String) {
     let target_server = Server::start();
     let kubeconfig = std::fs::read_to_string(target_server.kubeconfig()).unwrap();

@@ -111,24 +111,6 @@ pub fn keep(object: &mut Value, key: &str, fields: Map<String, Value>) {
     }
 }
 
-/// `object[outer]` as a map, if it is one.
-pub fn field_mut<'a>(object: &'a mut Value, outer: &str) -> Option<&'a mut Map<String, Value>> {
-    object.get_mut(outer)?.as_object_mut()
-}
-
-/// Removes `map.<outer>.<field>`.
-pub fn take_nested(map: &mut Map<String, Value>, outer: &str, field: &str) -> Option<Value> {
-    map.get_mut(outer)?.as_object_mut()?.remove(field)
-}
-
-/// Sets `map.<outer>.<field>`, making `outer` when missing.
-pub fn put_nested(map: &mut Map<String, Value>, outer: &str, field: &str, value: Value) {
-    let entry = map.entry(outer).or_insert_with(|| json!({}));
-    if let Some(inner) = entry.as_object_mut() {
-        inner.insert(field.to_string(), value);
-    }
-}
-
 /// Which of two versions of one group an object is in, and which is asked for: `Some(true)`
 /// to the newer, `Some(false)` to the older, `None` when it already is there.
 pub fn direction(object: &Value, desired: &str, older: &str, newer: &str, kind: &str) -> Result<Option<bool>, String> {

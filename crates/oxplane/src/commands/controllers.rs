@@ -70,10 +70,8 @@ pub fn run(args: ControllersArgs) -> anyhow::Result<()> {
         kube.client.apiserver_version().await.context("the API server does not answer")?;
         let conversion = webhook.as_ref().map(ControllerWebhooks::conversion);
         // CRDs a previous run installed call that run's server until pointed here.
-        if let Some(conversion) = &conversion
-            && let Err(error) = crate::webhooks::point_crds(&controllers.kube, conversion).await
-        {
-            tracing::warn!(error = format!("{error:#}"), "pointing provider CRDs at this process's conversion webhooks failed: reads through converted versions fail until the providers install their CRDs");
+        if let Some(conversion) = &conversion {
+            crate::webhooks::point_crds(&controllers.kube, conversion).await;
         }
         let core = Core::start(
             &controllers,

@@ -38,7 +38,7 @@ pub const DISPOSABLE_CRD: &str = "disposablerequests.http.crossplane.io";
 pub const V1ALPHA1_METHODS: [&str; 4] = ["POST", "GET", "PUT", "DELETE"];
 
 /// v1alpha2 fields of a Request that v1alpha1 has not, as paths.
-const REQUEST_ONLY_V1ALPHA2: [&[&str]; 5] = [
+pub(super) const REQUEST_ONLY_V1ALPHA2: [&[&str]; 5] = [
     &["spec", "forProvider", "tlsConfig"],
     &["spec", "forProvider", "secretInjectionConfigs"],
     &["spec", "forProvider", "expectedResponseCheck"],
@@ -47,7 +47,7 @@ const REQUEST_ONLY_V1ALPHA2: [&[&str]; 5] = [
 ];
 
 /// v1alpha2 fields of a DisposableRequest that v1alpha1 has not, as paths.
-const DISPOSABLE_ONLY_V1ALPHA2: [&[&str]; 5] = [
+pub(super) const DISPOSABLE_ONLY_V1ALPHA2: [&[&str]; 5] = [
     &["spec", "forProvider", "tlsConfig"],
     &["spec", "forProvider", "nextReconcile"],
     &["spec", "forProvider", "shouldLoopInfinitely"],

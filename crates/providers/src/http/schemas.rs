@@ -7,7 +7,7 @@
 use oxplane_runtime::managed::crd::{CREDENTIAL_SOURCES, ManagedCrd, common_credentials, provider_config_crd, provider_config_usage_crd};
 use serde_json::{Value, json};
 
-use super::conversion::{DISPOSABLE_PATH, REQUESTS_PATH, V1ALPHA1_METHODS};
+use super::conversion::{DISPOSABLE_ONLY_V1ALPHA2, DISPOSABLE_PATH, REQUEST_ONLY_V1ALPHA2, REQUESTS_PATH, V1ALPHA1_METHODS};
 use super::{CLUSTER_GROUP, CLUSTER_CONFIG_VERSION, NAMESPACED_GROUP, OLDER_VERSION, VERSION};
 use crate::conversion::ConversionWebhook;
 
@@ -211,31 +211,32 @@ fn remove_properties(schema: Option<&mut Value>, fields: &[&str]) {
 /// The v1alpha1 schema of a cluster-scoped kind, from its v1alpha2 one: upstream's v1alpha1
 /// fields (see `conversion.rs` for the differences).
 fn v1alpha1_schema(schema: &mut Value, disposable: bool) {
-    let for_provider = schema.pointer_mut("/properties/spec/properties/forProvider");
-    if let Some(for_provider) = for_provider {
-        // No tlsConfig: nothing to be exclusive with.
-        if let Some(map) = for_provider.as_object_mut() {
-            map.remove("x-kubernetes-validations");
-        }
-        if disposable {
-            remove_properties(Some(for_provider), &["tlsConfig", "nextReconcile", "shouldLoopInfinitely", "secretInjectionConfigs"]);
-        } else {
-            remove_properties(Some(&mut *for_provider), &["tlsConfig", "secretInjectionConfigs", "expectedResponseCheck", "isRemovedCheck"]);
-            if let Some(mappings) = for_provider.pointer_mut("/properties/mappings").and_then(Value::as_object_mut) {
-                mappings.remove("minItems");
-                if let Some(items) = mappings.get_mut("items") {
-                    items["required"] = json!(["method", "url"]);
-                    items["properties"]["method"]["enum"] = json!(V1ALPHA1_METHODS);
-                    remove_properties(Some(items), &["action"]);
-                }
-            }
+    // No tlsConfig: nothing to be exclusive with.
+    if let Some(for_provider) = schema.pointer_mut("/properties/spec/properties/forProvider").and_then(Value::as_object_mut) {
+        for_provider.remove("x-kubernetes-validations");
+    }
+    // The fields v1alpha1 has not: the ones its conversion keeps aside.
+    let only_v1alpha2: &[&[&str]] = if disposable { &DISPOSABLE_ONLY_V1ALPHA2 } else { &REQUEST_ONLY_V1ALPHA2 };
+    for path in only_v1alpha2 {
+        if let Some((field, parents)) = path.split_last() {
+            let pointer: String = parents.iter().map(|p| format!("/properties/{p}")).collect();
+            remove_properties(schema.pointer_mut(&pointer), &[field]);
         }
     }
     if disposable {
-        remove_properties(schema.pointer_mut("/properties/status"), &["lastReconcileTime"]);
-    } else if let Some(details) = schema.pointer_mut("/properties/status/properties/requestDetails") {
+        return;
+    }
+    let mappings = schema.pointer_mut("/properties/spec/properties/forProvider/properties/mappings").and_then(Value::as_object_mut);
+    if let Some(mappings) = mappings {
+        mappings.remove("minItems");
+        if let Some(items) = mappings.get_mut("items") {
+            items["required"] = json!(["method", "url"]);
+            items["properties"]["method"]["enum"] = json!(V1ALPHA1_METHODS);
+            remove_properties(Some(items), &["action"]);
+        }
+    }
+    if let Some(details) = schema.pointer_mut("/properties/status/properties/requestDetails") {
         details["required"] = json!(["method", "url"]);
-        remove_properties(Some(details), &["action"]);
     }
 }
 

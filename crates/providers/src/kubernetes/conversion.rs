@@ -15,7 +15,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{CLUSTER_GROUP, CLUSTER_VERSION, OLDER_CLUSTER_VERSION};
-use crate::conversion::{direction, field_mut, keep, put_nested, take_kept, take_nested};
+use crate::conversion::{direction, keep, take_kept};
 
 /// On a v1alpha1 view: the v1alpha2 fields it cannot show.
 pub const V1ALPHA2_FIELDS: &str = "kubernetes.crossplane.io/v1alpha2-fields";
@@ -53,7 +53,20 @@ fn policy_of(policies: &Value) -> Option<&'static str> {
 }
 
 fn spec_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
-    field_mut(object, "spec")
+    object.get_mut("spec")?.as_object_mut()
+}
+
+/// Removes `map.<outer>.<field>`.
+fn take_nested(map: &mut Map<String, Value>, outer: &str, field: &str) -> Option<Value> {
+    map.get_mut(outer)?.as_object_mut()?.remove(field)
+}
+
+/// Sets `map.<outer>.<field>`, making `outer` when missing.
+fn put_nested(map: &mut Map<String, Value>, outer: &str, field: &str, value: Value) {
+    let entry = map.entry(outer).or_insert_with(|| json!({}));
+    if let Some(inner) = entry.as_object_mut() {
+        inner.insert(field.to_string(), value);
+    }
 }
 
 /// A v1alpha2 Object as v1alpha1.
