@@ -52,9 +52,7 @@ pub fn meta_str<'a>(object: &'a Value, field: &str) -> Option<&'a str> {
 pub fn validate_name(name: &str) -> Option<Cause> {
     (!oxplane_machinery::names::is_dns1123_subdomain(name)).then(|| Cause {
         reason: "FieldValueInvalid".into(),
-        message: format!(
-            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-        ),
+        message: format!("Invalid value: \"{name}\": {}", oxplane_machinery::names::SUBDOMAIN_RULE),
         field: "metadata.name".into(),
     })
 }

@@ -4,8 +4,7 @@
 //!   protobuf `Struct`s), and the [`Function`] trait every function — built in or reached
 //!   over gRPC — is called through.
 //! - [`mod@builtin`]: functions that run in-process, found by package name ([`fn@builtin`]):
-//!   function-patch-and-transform (which also runs legacy `mode: Resources` Compositions),
-//!   function-auto-ready, function-environment-configs, function-extra-resources,
+//!   function-patch-and-transform, function-auto-ready, function-environment-configs, function-extra-resources,
 //!   function-go-templating, function-cel-filter and function-dummy.
 //! - [`gotemplate`]: Go's `text/template` with Sprig's functions.
 //! - [`fieldpath`]: Crossplane field paths (`spec.items[0].name`), read, written, deleted and

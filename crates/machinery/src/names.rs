@@ -3,10 +3,14 @@
 //! label selectors and the composition engine (composed resources' names) check names with.
 
 /// The longest DNS-1123 label.
-pub const LABEL_MAX_LEN: usize = 63;
+pub(crate) const LABEL_MAX_LEN: usize = 63;
 
 /// The longest DNS-1123 subdomain.
-pub const SUBDOMAIN_MAX_LEN: usize = 253;
+pub(crate) const SUBDOMAIN_MAX_LEN: usize = 253;
+
+/// Kubernetes' words for what a DNS-1123 subdomain must be, as its messages give them.
+pub const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
+     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 
 /// Whether `s` is a DNS-1123 label: at most 63 lower-case letters, digits or `-`, starting and
 /// ending with a letter or digit (a namespace's name, a CRD's plural and versions).
@@ -23,7 +27,7 @@ pub fn is_dns1123_subdomain(s: &str) -> bool {
 
 /// Whether `s` has a DNS-1123 subdomain's form, whatever its length (for callers that report
 /// a too long name apart from a badly formed one, as Kubernetes' messages do).
-pub fn has_subdomain_format(s: &str) -> bool {
+pub(crate) fn has_subdomain_format(s: &str) -> bool {
     s.split('.').all(is_label_format)
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Each one follows the whole watch cache (every object of every kind), keeps what it needs
 //! in memory, and acts through [`crate::ops`] like any client would, so its writes obey every
-//! rule and admission hook. Nothing it needs lives only in memory: after a restart the first
+//! rule and admission hook (except the Event TTL, which deletes expired Events straight from
+//! the store, as kube-apiserver's lease expiry does). Nothing it needs lives only in memory: after a restart the first
 //! listing brings back every pending piece of work (a deletion half done finishes).
 //!
 //! Files: `runner.rs` (the feed, the work queue with retries), `gc.rs`, `namespaces.rs`,
@@ -14,7 +15,7 @@
 
 pub(crate) mod aggregation;
 mod crd_cleanup;
-pub mod event_ttl;
+mod event_ttl;
 mod events;
 mod gc;
 mod namespaces;

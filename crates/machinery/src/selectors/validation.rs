@@ -6,14 +6,11 @@
 use std::collections::HashSet;
 
 const NAME_MAX_LEN: usize = 63;
-const PREFIX_MAX_LEN: usize = 253;
 const VALUE_MAX_LEN: usize = 63;
 
 const QUALIFIED_NAME_RULE: &str = "must consist of alphanumeric characters, '-', '_' or '.', \
      and must start and end with an alphanumeric character";
 const QUALIFIED_NAME_REGEX: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const SUBDOMAIN_RULE: &str = "a lowercase RFC 1123 subdomain must consist of lower case \
-     alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const SUBDOMAIN_REGEX: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const VALUE_RULE: &str = "a valid label must be an empty string or consist of alphanumeric \
      characters, '-', '_' or '.', and must start and end with an alphanumeric character";
@@ -65,13 +62,13 @@ pub fn label_key_problems(key: &str) -> Vec<String> {
             if prefix.is_empty() {
                 problems.push("prefix part must be non-empty".to_string());
             } else {
-                if prefix.len() > PREFIX_MAX_LEN {
-                    problems.push(format!("prefix part {}", max_len_problem(PREFIX_MAX_LEN)));
+                if prefix.len() > crate::names::SUBDOMAIN_MAX_LEN {
+                    problems.push(format!("prefix part {}", max_len_problem(crate::names::SUBDOMAIN_MAX_LEN)));
                 }
                 if !crate::names::has_subdomain_format(prefix) {
                     problems.push(format!(
                         "prefix part {}",
-                        regex_hint(SUBDOMAIN_RULE, SUBDOMAIN_REGEX, &["example.com"])
+                        regex_hint(crate::names::SUBDOMAIN_RULE, SUBDOMAIN_REGEX, &["example.com"])
                     ));
                 }
             }

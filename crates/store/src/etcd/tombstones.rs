@@ -8,11 +8,11 @@
 //! or before the one asked for that holds none, keeping a little more history.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use etcd_client::{Client, EventType, WatchOptions};
 
-use crate::{StoreError, StoreResult};
+use super::watch::{self, Probed};
+use crate::StoreResult;
 
 /// How far back from the revision asked for a revision without a delete is looked for; when
 /// every one of them holds a delete, compaction waits for a later call.
@@ -29,44 +29,24 @@ pub(crate) async fn newest_without_delete(
     if from > target {
         return Ok(None);
     }
-    let unavailable = |cause: String| StoreError::Unavailable { endpoints: endpoints.to_string(), cause };
-    let deletes = async {
-        // etcd sends every event of one revision in one response, in revision order.
-        let options = WatchOptions::new().with_all_keys().with_start_revision(from);
-        let mut stream = client
-            .watch_client()
-            .watch(vec![0u8], Some(options))
-            .await
-            .map_err(|e| unavailable(e.to_string()))?;
-        let mut deletes = BTreeSet::new();
-        loop {
-            let response = match stream.message().await {
-                Ok(Some(response)) => response,
-                Ok(None) => return Err(unavailable("the watch stream ended".into())),
-                Err(e) => return Err(unavailable(e.to_string())),
-            };
-            if response.compact_revision() > 0 {
-                // Compacted meanwhile (by another replica): nothing older is left to protect.
-                return Ok(None);
-            }
-            if response.canceled() {
-                return Err(unavailable(format!("etcd canceled a watch: {}", response.cancel_reason())));
-            }
-            let mut reached = false;
-            for event in response.events() {
-                let revision = event.kv().map(|kv| kv.mod_revision()).unwrap_or_default();
-                reached |= revision >= target;
-                if event.event_type() == EventType::Delete {
-                    deletes.insert(revision);
-                }
-            }
-            if reached {
-                return Ok(Some(deletes));
+    // etcd sends every event of one revision in one response, in revision order.
+    let options = WatchOptions::new().with_all_keys().with_start_revision(from);
+    let mut deletes = BTreeSet::new();
+    let scanned = watch::probe(client, vec![0u8], options, endpoints, |response| {
+        if response.compact_revision() > 0 {
+            // Compacted meanwhile (by another replica): nothing older is left to protect.
+            return Probed::Answer(false);
+        }
+        let mut reached = false;
+        for event in response.events() {
+            let revision = event.kv().map(|kv| kv.mod_revision()).unwrap_or_default();
+            reached |= revision >= target;
+            if event.event_type() == EventType::Delete {
+                deletes.insert(revision);
             }
         }
-    };
-    let deletes = tokio::time::timeout(Duration::from_secs(10), deletes)
-        .await
-        .map_err(|_| unavailable("no answer to a watch within 10 s".into()))??;
-    Ok(deletes.and_then(|deletes| (from..=target).rev().find(|revision| !deletes.contains(revision))))
+        if reached { Probed::Answer(true) } else { Probed::ReadOn }
+    })
+    .await?;
+    Ok(scanned.then(|| (from..=target).rev().find(|revision| !deletes.contains(revision))).flatten())
 }

@@ -138,33 +138,58 @@ fn convert(inner: &Inner, event: &etcd_client::Event) -> StoreResult<Event> {
     }
 }
 
-/// The revision etcd has compacted to (0 if never): a watch from etcd's first revision on
-/// `meta` is refused with it, or, when nothing was compacted, replays the marker's write.
-pub(crate) async fn compacted_revision(client: &Client, meta: &str, endpoints: &str) -> StoreResult<i64> {
+/// What a [`probe`] does with one watch response: answer, or read on.
+pub(crate) enum Probed<T> {
+    Answer(T),
+    ReadOn,
+}
+
+/// Opens a short-lived etcd watch of `key` with `options` and reads responses until `answer`
+/// gives one (dropping the stream ends the watch). A canceled watch, a stream that ends, an
+/// error (with its whole cause chain) or no answer within 10 s is [`StoreError::Unavailable`].
+pub(crate) async fn probe<T>(
+    client: &Client,
+    key: impl Into<Vec<u8>>,
+    options: WatchOptions,
+    endpoints: &str,
+    mut answer: impl FnMut(&WatchResponse) -> Probed<T>,
+) -> StoreResult<T> {
     let unavailable = |cause: String| StoreError::Unavailable { endpoints: endpoints.to_string(), cause };
-    let probe = async {
-        let options = WatchOptions::new().with_start_revision(1);
-        let mut stream =
-            client.watch_client().watch(meta, Some(options)).await.map_err(|e| unavailable(e.to_string()))?;
+    let read = async {
+        // Replayed history can be large: the same message limit as the store's own watches.
+        let mut watch = client.watch_client().max_decoding_message_size(super::MAX_MESSAGE_BYTES);
+        let mut stream = watch.watch(key, Some(options)).await.map_err(|e| super::classify(endpoints, e))?;
         loop {
             match stream.message().await {
-                Ok(Some(response)) if response.compact_revision() > 0 => {
-                    return Ok(response.compact_revision());
+                Ok(Some(response)) => {
+                    if let Probed::Answer(value) = answer(&response) {
+                        return Ok(value);
+                    }
+                    if response.canceled() {
+                        return Err(unavailable(format!("etcd canceled a watch: {}", response.cancel_reason())));
+                    }
                 }
-                // Dropping the stream ends the watch.
-                Ok(Some(response)) if !response.events().is_empty() => {
-                    return Ok(0);
-                }
-                Ok(Some(response)) if response.canceled() => {
-                    return Err(unavailable(format!("etcd canceled a watch: {}", response.cancel_reason())));
-                }
-                Ok(Some(_)) => {}
                 Ok(None) => return Err(unavailable("the watch stream ended".into())),
-                Err(e) => return Err(unavailable(e.to_string())),
+                Err(e) => return Err(super::classify(endpoints, e)),
             }
         }
     };
-    tokio::time::timeout(Duration::from_secs(10), probe)
+    tokio::time::timeout(Duration::from_secs(10), read)
         .await
         .map_err(|_| unavailable("no answer to a watch within 10 s".into()))?
+}
+
+/// The revision etcd has compacted to (0 if never): a watch from etcd's first revision on
+/// `meta` is refused with it, or, when nothing was compacted, replays the marker's write.
+pub(crate) async fn compacted_revision(client: &Client, meta: &str, endpoints: &str) -> StoreResult<i64> {
+    probe(client, meta, WatchOptions::new().with_start_revision(1), endpoints, |response| {
+        if response.compact_revision() > 0 {
+            Probed::Answer(response.compact_revision())
+        } else if !response.events().is_empty() {
+            Probed::Answer(0)
+        } else {
+            Probed::ReadOn
+        }
+    })
+    .await
 }
