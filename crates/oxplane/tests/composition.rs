@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::Server;
+use support::{Server, table};
 
 fn example(file: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/getting-started").join(file);
@@ -30,10 +30,6 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(200));
     }
-}
-
-fn table(server: &Server, args: &[&str]) -> Vec<Vec<String>> {
-    server.kubectl(args).lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect()
 }
 
 /// Asserts what every composed resource of `xr` carries.

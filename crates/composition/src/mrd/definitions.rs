@@ -15,30 +15,35 @@ use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::object::{self, ObjectKey};
-use oxplane_runtime::watches::WatchEvent;
+use oxplane_runtime::managed::annotations;
+use oxplane_runtime::watches::{InformerState, WatchEvent, Watches};
 use serde_json::Value;
 
 use super::{FIELD_MANAGER, crd_of, is_active, mrd_kind};
 use crate::packages::crd_kind;
+use crate::packages::reconciler::write_status_if_changed;
 
 /// The controller's name, as Crossplane names it (also its events' source).
 pub const CONTROLLER_NAME: &str = "mrd/managedresourcedefinition";
 
 const ESTABLISHED: &str = "Established";
 
-/// The `crossplane.io/paused` annotation, which stops reconciling when `"true"`.
-const ANNOTATION_PAUSED: &str = "crossplane.io/paused";
-
 struct MrdReconciler {
     kube: Kube,
     recorder: EventRecorder,
+    /// The controller's own watches: the CRD is read from their informer once it is synced.
+    watches: Watches,
 }
 
 impl MrdReconciler {
     /// Applies the CRD of an active MRD: the applied CRD, or why it cannot be.
     async fn apply_crd(&self, mrd: &Value) -> Result<Value, String> {
         let name = object::name(mrd).unwrap_or_default();
-        let existing = self.kube.get(&crd_kind(), None, name).await.map_err(|e| format!("cannot get CustomResourceDefinition: {e}"))?;
+        let cached = self.watches.informer(&crd_kind().gvk).filter(|i| i.state() == InformerState::Synced);
+        let existing = match cached {
+            Some(informer) => informer.get(&ObjectKey::new(None, name)).map(|crd| (*crd).clone()),
+            None => self.kube.get(&crd_kind(), None, name).await.map_err(|e| format!("cannot get CustomResourceDefinition: {e}"))?,
+        };
         if existing.as_ref().is_some_and(object::is_deleting) {
             return Err(format!("CustomResourceDefinition {name} is being deleted"));
         }
@@ -62,7 +67,7 @@ impl Reconciler for MrdReconciler {
         let mut result = Ok(Action::Done);
         if object::is_deleting(&mrd) {
             conditions::set(&mut mrd, Condition::new(ESTABLISHED, "False", "TerminatingManagedResource"));
-        } else if object::annotation(&mrd, ANNOTATION_PAUSED) == Some("true") {
+        } else if annotations::is_paused(&mrd) {
             self.recorder.normal(&mrd, "ReconciliationPaused", "Reconciliation is paused via the pause annotation");
             return Ok(Action::Done);
         } else if !is_active(&mrd) {
@@ -87,12 +92,8 @@ impl Reconciler for MrdReconciler {
                 }
             }
         }
-        if conditions::status_of(&mrd) != before {
-            match self.kube.replace_status(&kind, &mrd).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(Action::Done),
-                Err(error) => return Err(error.into()),
-            }
+        if !write_status_if_changed(&self.kube, &kind, &mrd, &before).await? {
+            return Ok(Action::Done);
         }
         result
     }
@@ -123,7 +124,11 @@ fn spec_metadata_or_owners_changed(old: Option<&Value>, new: &Value) -> bool {
 
 /// Starts the MRD controller: MRDs and the CRDs they own.
 pub fn start_controller(runtime: &Runtime) -> Arc<Controller> {
-    let reconciler = Arc::new(MrdReconciler { kube: runtime.kube.clone(), recorder: EventRecorder::new(runtime.kube.clone(), CONTROLLER_NAME) });
+    let reconciler = Arc::new(MrdReconciler {
+        kube: runtime.kube.clone(),
+        recorder: EventRecorder::new(runtime.kube.clone(), CONTROLLER_NAME),
+        watches: runtime.watches.clone(),
+    });
     let controller = Controller::start(ControllerConfig::new(CONTROLLER_NAME), reconciler, runtime.metrics.clone());
     let kind = mrd_kind();
     runtime.watches.kinds().insert(kind.clone());

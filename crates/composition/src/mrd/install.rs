@@ -1,8 +1,8 @@
 //! What a provider revision installs from its package's CRDs, as Crossplane's package manager
 //! does with `--enable-custom-to-managed-resource-conversion` (on by default): each managed
 //! kind as an MRD (`Active` unless the provider declares the `safe-start` capability), its
-//! ProviderConfig kinds as plain CRDs. Used for built-in providers and pulled Provider packages
-//! alike.
+//! ProviderConfig kinds as plain CRDs. Used for built-in providers (pulled Provider packages
+//! still install plain CRDs).
 
 use oxplane_runtime::client::Kube;
 use oxplane_runtime::conditions;
@@ -52,8 +52,9 @@ pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value
             }
             continue;
         }
-        let live = kube.get(&mrd_kind(), None, &name).await.map_err(|e| format!("cannot get ManagedResourceDefinition {name}: {e}"))?;
-        let active = !safe_start || live.as_ref().is_some_and(is_active);
+        // Only a safe-start provider's MRD may be inactive: then a live active one stays so.
+        let active = !safe_start
+            || kube.get(&mrd_kind(), None, &name).await.map_err(|e| format!("cannot get ManagedResourceDefinition {name}: {e}"))?.as_ref().is_some_and(is_active);
         let mut mrd = mrd_of(&crd, active);
         mrd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
         let applied = kube.apply(&mrd_kind(), &mrd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply ManagedResourceDefinition {name}: {e}"))?;

@@ -53,42 +53,29 @@ const CRD_SPEC_FIELDS: [&str; 6] = ["group", "names", "scope", "versions", "conv
 /// A provider's CRD as an MRD of the same name, labels and annotations, `Active` or
 /// `Inactive`.
 pub fn mrd_of(crd: &Value, active: bool) -> Value {
-    let mut spec = Map::new();
-    for field in CRD_SPEC_FIELDS {
-        if let Some(value) = crd.pointer(&format!("/spec/{field}")) {
-            spec.insert(field.to_string(), value.clone());
-        }
-    }
+    let mut spec = copy_fields(crd, "spec", &CRD_SPEC_FIELDS);
     spec.insert("state".into(), json!(if active { "Active" } else { "Inactive" }));
-    let mut metadata = Map::new();
-    for field in ["name", "labels", "annotations"] {
-        if let Some(value) = crd.pointer(&format!("/metadata/{field}")) {
-            metadata.insert(field.to_string(), value.clone());
-        }
-    }
+    let metadata = copy_fields(crd, "metadata", &["name", "labels", "annotations"]);
     json!({"apiVersion": mrd_kind().api_version(), "kind": "ManagedResourceDefinition", "metadata": metadata, "spec": spec})
+}
+
+/// The `fields` of `from`'s `section` that it has.
+fn copy_fields(from: &Value, section: &str, fields: &[&str]) -> Map<String, Value> {
+    let source = from.get(section).and_then(Value::as_object);
+    fields.iter().filter_map(|field| Some((field.to_string(), source?.get(*field)?.clone()))).collect()
 }
 
 /// The CRD an active MRD defines: its CRD spec fields, labels and annotations, owned by the MRD
 /// and controlled by the MRD's controller (the provider revision), as Crossplane's MRD
 /// controller writes it.
 pub fn crd_of(mrd: &Value) -> Value {
-    let mut spec = Map::new();
-    for field in CRD_SPEC_FIELDS {
-        if let Some(value) = mrd.pointer(&format!("/spec/{field}")) {
-            spec.insert(field.to_string(), value.clone());
-        }
-    }
+    let spec = copy_fields(mrd, "spec", &CRD_SPEC_FIELDS);
     let mut owners = vec![object::owner_reference(mrd, false, false)];
     // The MRD's own owners too (the revision as controller, the package), so the CRD is
     // owned as it was before MRDs and moves with the active revision.
     owners.extend(mrd.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().cloned());
-    let mut metadata = json!({"name": object::name(mrd).unwrap_or_default(), "ownerReferences": owners});
-    for field in ["labels", "annotations"] {
-        if let Some(value) = mrd.pointer(&format!("/metadata/{field}")) {
-            metadata[field] = value.clone();
-        }
-    }
+    let mut metadata = copy_fields(mrd, "metadata", &["name", "labels", "annotations"]);
+    metadata.insert("ownerReferences".into(), Value::Array(owners));
     json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": metadata, "spec": spec})
 }
 

@@ -17,10 +17,12 @@ use oxplane_runtime::conditions::{self, Condition};
 use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::object::{self, ObjectKey};
-use oxplane_runtime::watches::WatchEvent;
+use oxplane_runtime::managed::annotations;
+use oxplane_runtime::watches::{InformerState, WatchEvent, Watches};
 use serde_json::{Value, json};
 
 use super::{activates, is_active, mrap_kind, mrd_kind};
+use crate::packages::reconciler::write_status_if_changed;
 
 /// The controller's name, as Crossplane names it (also its events' source).
 pub const CONTROLLER_NAME: &str = "mrap/managedresourceactivationpolicy";
@@ -28,14 +30,23 @@ pub const CONTROLLER_NAME: &str = "mrap/managedresourceactivationpolicy";
 /// The name of the default policy, as Crossplane's chart names it.
 pub const DEFAULT_POLICY_NAME: &str = "crossplane-default-activation-policy";
 
-const ANNOTATION_PAUSED: &str = "crossplane.io/paused";
 
 struct PolicyReconciler {
     kube: Kube,
     recorder: EventRecorder,
+    /// The controller's own watches: MRDs are read from their informer once it is synced.
+    watches: Watches,
 }
 
 impl PolicyReconciler {
+    /// Every MRD: from the controller's MRD informer when synced, else listed.
+    async fn mrds(&self) -> Result<Vec<Value>, ApiError> {
+        match self.watches.informer(&mrd_kind().gvk).filter(|i| i.state() == InformerState::Synced) {
+            Some(informer) => Ok(informer.list().iter().map(|mrd| (**mrd).clone()).collect()),
+            None => self.kube.list(&mrd_kind(), None, None).await,
+        }
+    }
+
     /// Activates what the policy matches: (the names activated, sorted; how many failed).
     async fn activate(&self, policy: &Value, mrds: &[Value]) -> (Vec<String>, usize) {
         let mut activated = Vec::new();
@@ -76,11 +87,11 @@ impl Reconciler for PolicyReconciler {
         let mut result = Ok(Action::Done);
         if object::is_deleting(&policy) {
             conditions::set(&mut policy, Condition::new("Established", "False", "TerminatingManagedResourceActivationPolicy"));
-        } else if object::annotation(&policy, ANNOTATION_PAUSED) == Some("true") {
+        } else if annotations::is_paused(&policy) {
             self.recorder.normal(&policy, "ReconciliationPaused", "Reconciliation is paused via the pause annotation");
             return Ok(Action::Done);
         } else {
-            match self.kube.list(&mrd_kind(), None, None).await {
+            match self.mrds().await {
                 Ok(mrds) => {
                     let (activated, failed) = self.activate(&policy, &mrds).await;
                     let matched = activated.len() + failed;
@@ -107,12 +118,8 @@ impl Reconciler for PolicyReconciler {
                 }
             }
         }
-        if conditions::status_of(&policy) != before {
-            match self.kube.replace_status(&kind, &policy).await {
-                Ok(_) => {}
-                Err(error) if error.is_not_found() => return Ok(Action::Done),
-                Err(error) => return Err(error.into()),
-            }
+        if !write_status_if_changed(&self.kube, &kind, &policy, &before).await? {
+            return Ok(Action::Done);
         }
         result
     }
@@ -121,7 +128,11 @@ impl Reconciler for PolicyReconciler {
 /// Starts the MRAP controller: policies, woken by their own changes and by every new or
 /// changed MRD their entries match.
 pub fn start_controller(runtime: &Runtime) -> Arc<Controller> {
-    let reconciler = Arc::new(PolicyReconciler { kube: runtime.kube.clone(), recorder: EventRecorder::new(runtime.kube.clone(), CONTROLLER_NAME) });
+    let reconciler = Arc::new(PolicyReconciler {
+        kube: runtime.kube.clone(),
+        recorder: EventRecorder::new(runtime.kube.clone(), CONTROLLER_NAME),
+        watches: runtime.watches.clone(),
+    });
     let controller = Controller::start(ControllerConfig::new(CONTROLLER_NAME), reconciler, runtime.metrics.clone());
     let (policy_kind, definition_kind) = (mrap_kind(), mrd_kind());
     runtime.watches.kinds().insert(policy_kind.clone());

@@ -32,7 +32,7 @@ mod provider_runtime;
 mod runtime_image;
 pub mod lock;
 pub(crate) mod providers;
-mod reconciler;
+pub(crate) mod reconciler;
 
 pub use function_runtime::FunctionRuntimes;
 pub use functions::{FunctionInstaller, FunctionRegistry, Placement, placement};

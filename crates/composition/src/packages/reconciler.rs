@@ -379,7 +379,7 @@ pub(super) async fn create_revision(
 
 /// Writes `object`'s status when it differs from `before` (the status it was read with);
 /// `false` when the object is gone.
-pub(super) async fn write_status_if_changed(kube: &Kube, kind: &Kind, object: &Value, before: &Value) -> Result<bool, ReconcileError> {
+pub(crate) async fn write_status_if_changed(kube: &Kube, kind: &Kind, object: &Value, before: &Value) -> Result<bool, ReconcileError> {
     if &conditions::status_of(object) == before {
         return Ok(true);
     }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use oxplane_runtime::Runtime;
-use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, any_change};
+use oxplane_runtime::controller::{Action, Controller, ControllerConfig, ReconcileError, Reconciler, spec_or_metadata_changed};
 use oxplane_runtime::events::EventRecorder;
 use oxplane_runtime::object::{self, ObjectKey};
 use serde_json::{Value, json};
@@ -154,8 +154,17 @@ pub fn start_controller(runtime: &Runtime) -> Arc<Controller> {
     let recorder = EventRecorder::new(runtime.kube.clone(), "rbac/providerrevision.pkg.crossplane.io");
     let reconciler = Arc::new(ProviderRoles { runtime: runtime.clone(), recorder });
     let controller = Controller::start(ControllerConfig::new(NAME), reconciler, runtime.metrics.clone());
-    controller.watch_own(&runtime.watches, &provider_revision_kind().gvk, any_change);
+    controller.watch_own(&runtime.watches, &provider_revision_kind().gvk, roles_may_change);
     controller
+}
+
+/// Whether a revision's change may change what its roles say: its identity and metadata, or
+/// the kinds and capabilities in its status (not its health conditions).
+fn roles_may_change(old: Option<&Value>, new: &Value) -> bool {
+    let status = |o: Option<&Value>, field: &str| o.and_then(|o| o.pointer(&format!("/status/{field}"))).cloned();
+    spec_or_metadata_changed(old, new)
+        || status(old, "objectRefs") != status(Some(new), "objectRefs")
+        || status(old, "capabilities") != status(Some(new), "capabilities")
 }
 
 #[cfg(test)]

@@ -367,6 +367,11 @@ pub fn is_true(object: &serde_json::Value, type_: &str) -> bool {
     condition(object, type_).is_some_and(|c| c["status"] == "True")
 }
 
+/// What `kubectl ARGS` prints, as rows of whitespace-separated cells (a table's header first).
+pub fn table(server: &Server, args: &[&str]) -> Vec<Vec<String>> {
+    server.kubectl(args).lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect()
+}
+
 /// Polls `check` every 250 ms until it holds, failing the test after `limit`.
 pub fn within(limit: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + limit;
