@@ -48,12 +48,10 @@ use oxplane_xpkg::meta::PackageType;
 use serde_json::{Map, Value, json};
 
 use super::process::{Down, Process, down_now, supervise};
-use super::providers::{runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
+use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::runtime_image::RuntimeImage;
 use super::{LABEL_PACKAGE, crd_kind};
 
-/// The field manager of what the package manager applies (as the provider CRD installer).
-const FIELD_MANAGER: &str = "pkg.crossplane.io/package-manager";
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
 const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
 /// The port Crossplane's Service and webhooks name.
@@ -217,11 +215,6 @@ impl ProviderRuntimes {
         (down != "starting").then_some(down)
     }
 
-    /// Whether the Provider is a pulled one this runtime knows.
-    pub fn knows(&self, name: &str) -> bool {
-        self.lock().contains_key(name)
-    }
-
     /// The revision status of a pulled Provider: `objectRefs`.
     pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
         let installed = self.lock();
@@ -305,7 +298,7 @@ impl ProviderRuntimes {
             .apply(&crate::rbac::service_account_kind(), &service_account, FIELD_MANAGER, true)
             .await
             .map_err(|e| format!("cannot apply ServiceAccount {SYSTEM_NAMESPACE}/{account}: {e}"))?;
-        let Some((token, expires)) = self.request_token(&account).await? else {
+        let Some((token, expires)) = request_token(&self.token_issuer, &account).await? else {
             return Ok(Some(format!("waiting for the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
         };
         let kube_dir = self.dir.join("kube").join(revision);
@@ -420,12 +413,9 @@ impl ProviderRuntimes {
         Ok(())
     }
 
-    /// A token of the ServiceAccount `account` and when it expires; `None` while it does not exist.
-    async fn request_token(&self, account: &str) -> Result<Option<(String, Duration)>, String> {
-        request_token(&self.token_issuer, account).await
-    }
 }
 
+/// A token of the ServiceAccount `account` and when it expires; `None` while it does not exist.
 async fn request_token(issuer: &Kube, account: &str) -> Result<Option<(String, Duration)>, String> {
     let accounts: kube::Api<ServiceAccount> = kube::Api::namespaced(issuer.client().clone(), SYSTEM_NAMESPACE);
     let request = TokenRequest {

@@ -223,16 +223,15 @@ impl Installer for ProviderInstaller {
             Ok(runtime) => runtime,
             Err(waiting) => return Ok(Some(waiting)),
         };
+        // Started again when the reference or its runtime arguments change (checked above; a
+        // package's reconciles do not overlap).
         let mut running = self.lock();
-        // Started again when the reference or its runtime arguments change.
-        if running.get(name).is_none_or(|(running, _)| *running != started) {
-            if let Some((_, old)) = running.remove(name) {
-                old.stop();
-            }
-            let handle = provider.start_with_args(&runtime, reference, &started.1);
-            tracing::info!(provider = name, package = reference, args = ?started.1, controllers = ?handle.controller_names(), "provider started");
-            running.insert(name.to_string(), (started, handle));
+        if let Some((_, old)) = running.remove(name) {
+            old.stop();
         }
+        let handle = provider.start_with_args(&runtime, reference, &started.1);
+        tracing::info!(provider = name, package = reference, args = ?started.1, controllers = ?handle.controller_names(), "provider started");
+        running.insert(name.to_string(), (started, handle));
         Ok(None)
     }
 

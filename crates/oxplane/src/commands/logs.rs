@@ -31,18 +31,18 @@ pub struct LogsArgs {
     pub kube: KubeArgs,
 }
 
-/// The package kinds with processes: (what users type, plural, runtime folder).
-const KINDS: [(&str, &str, &str); 2] = [("provider", "providers", "providers"), ("function", "functions", "functions")];
+/// The package kinds with processes: (what users type, plural: also their runtime folder).
+const KINDS: [(&str, &str); 2] = [("provider", "providers"), ("function", "functions")];
 
 /// Which kinds `NAME`, `provider/NAME`, `providers/NAME`, `provider.pkg.crossplane.io/NAME`
 /// may be, and the name.
-fn parse(package: &str) -> anyhow::Result<(Vec<(&'static str, &'static str, &'static str)>, String)> {
+fn parse(package: &str) -> anyhow::Result<(Vec<(&'static str, &'static str)>, String)> {
     let Some((kind, name)) = package.split_once('/') else {
         anyhow::ensure!(!package.is_empty(), "name a package: provider/NAME, function/NAME or NAME");
         return Ok((KINDS.to_vec(), package.to_string()));
     };
     let kind = kind.strip_suffix(".pkg.crossplane.io").unwrap_or(kind).to_ascii_lowercase();
-    let found: Vec<_> = KINDS.iter().copied().filter(|(singular, plural, _)| kind == *singular || kind == *plural).collect();
+    let found: Vec<_> = KINDS.iter().copied().filter(|(singular, plural)| kind == *singular || kind == *plural).collect();
     anyhow::ensure!(!found.is_empty(), "{package:?}: only providers and functions run processes (provider/NAME or function/NAME)");
     anyhow::ensure!(!name.is_empty() && !name.contains('/'), "{package:?} names no package");
     Ok((found, name.to_string()))
@@ -60,10 +60,10 @@ pub fn run(args: LogsArgs, data_dir: impl Fn(Option<PathBuf>) -> anyhow::Result<
     let (kind, folder, revision) = runtime.block_on(async {
         let kube = Kube::connect(&kube_args).await?;
         let mut found = None;
-        for (kind, plural, folder) in &kinds {
+        for (kind, plural) in &kinds {
             match kube.get(&format!("/apis/pkg.crossplane.io/v1/{plural}/{name}")).await {
                 Ok(package) => {
-                    found = Some((*kind, *folder, package));
+                    found = Some((*kind, *plural, package));
                     break;
                 }
                 Err(error) if error.is_not_found() => {}
@@ -71,7 +71,7 @@ pub fn run(args: LogsArgs, data_dir: impl Fn(Option<PathBuf>) -> anyhow::Result<
             }
         }
         let Some((kind, folder, package)) = found else {
-            let what: Vec<&str> = kinds.iter().map(|(k, _, _)| *k).collect();
+            let what: Vec<&str> = kinds.iter().map(|(k, _)| *k).collect();
             anyhow::bail!("no {} named {name:?}", what.join(" or "));
         };
         let revision = package.pointer("/status/currentRevision").and_then(Value::as_str).filter(|r| !r.is_empty()).map(str::to_string);
