@@ -40,7 +40,8 @@ impl PackageType {
         }
     }
 
-    /// The `(group, kind)`s a package of this type may contain (Crossplane's linter).
+    /// The `(group, kind)`s a package of this type may contain, in the order of Crossplane's
+    /// linter for the type (its error lists them so).
     pub fn allowed(self) -> &'static [(&'static str, &'static str)] {
         match self {
             PackageType::Provider => &[
@@ -51,8 +52,8 @@ impl PackageType {
             ],
             PackageType::Configuration => &[
                 ("apiextensions.crossplane.io", "CompositeResourceDefinition"),
-                ("apiextensions.crossplane.io", "Composition"),
                 ("apiextensions.crossplane.io", "ManagedResourceActivationPolicy"),
+                ("apiextensions.crossplane.io", "Composition"),
                 ("ops.crossplane.io", "Operation"),
                 ("ops.crossplane.io", "CronOperation"),
                 ("ops.crossplane.io", "WatchOperation"),
@@ -136,18 +137,7 @@ impl Package {
     /// ...`; a Function's one rule alone: `object is not a CRD`). Only a warning: such an
     /// object is skipped ([`Package::installable`]), the rest is installed.
     pub fn lint(&self) -> Result<(), String> {
-        // Crossplane's order of the kinds in each type's linter.
-        let order: &[(&str, &str)] = match self.package_type {
-            PackageType::Configuration => &[
-                ("apiextensions.crossplane.io", "CompositeResourceDefinition"),
-                ("apiextensions.crossplane.io", "ManagedResourceActivationPolicy"),
-                ("apiextensions.crossplane.io", "Composition"),
-                ("ops.crossplane.io", "Operation"),
-                ("ops.crossplane.io", "CronOperation"),
-                ("ops.crossplane.io", "WatchOperation"),
-            ],
-            _ => self.package_type.allowed(),
-        };
+        let order = self.package_type.allowed();
         for object in &self.objects {
             let (group, _, kind) = gvk(object);
             if order.contains(&(group, kind)) {

@@ -37,14 +37,10 @@ impl RuntimeImage {
         let policy = PullPolicy::parse(package.pointer("/spec/packagePullPolicy").and_then(Value::as_str)).map_err(|e| e.to_string())?;
         let fetched = fetch(&applied.image, &credentials, policy, cache).await.map_err(|e| format!("cannot unpack package: {e}"))?;
         let stream = fetched.image.package_yaml().map_err(|e| format!("cannot get package: {e}"))?;
-        let parsed = oxplane_xpkg::meta::parse(&stream).map_err(|e| format!("cannot parse package: {e}"))?;
-        if parsed.package_type != expected {
-            return Err(format!(
-                "validating package contents failed: package meta type is not {} (it is a {})",
-                expected.kind(),
-                parsed.package_type.kind()
-            ));
-        }
+        let parsed = oxplane_xpkg::meta::read(&stream)
+            .map_err(|e| format!("cannot parse package: {e}"))?
+            .validate(expected)
+            .map_err(|e| format!("validating package contents failed: {e}"))?;
         let root = dir.join("rootfs").join(fetched.digest.trim_start_matches("sha256:"));
         if !root.exists() {
             oxplane_xpkg::rootfs::unpack(&fetched.image, &root).map_err(|e| format!("cannot unpack the image of {reference}: {e}"))?;
