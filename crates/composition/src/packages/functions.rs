@@ -31,7 +31,7 @@ use oxplane_runtime::provider::package_name;
 use serde_json::{Map, Value, json};
 
 use super::function_runtime::FunctionRuntimes;
-use super::reconciler::{Installer, revision_name};
+use super::reconciler::{Installer, Progress, revision_name};
 use super::{function_kind, function_revision_kind};
 
 /// The functions pipelines can call now, by Function object name.
@@ -247,12 +247,12 @@ impl Installer for FunctionInstaller {
         placement(package) != Placement::Builtin || self.is_builtin(reference) || self.runtimes.is_some()
     }
 
-    async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default();
         match placement(package) {
-            Placement::Insecure(address) => return self.install_remote(name, &address, false).await,
-            Placement::MutualTls(address) => return self.install_remote(name, &address, true).await,
-            Placement::Builtin if !self.is_builtin(reference) => return self.install_pulled(package, reference).await,
+            Placement::Insecure(address) => return self.install_remote(name, &address, false).await.map(Progress::from),
+            Placement::MutualTls(address) => return self.install_remote(name, &address, true).await.map(Progress::from),
+            Placement::Builtin if !self.is_builtin(reference) => return self.install_pulled(package, reference).await.map(Progress::from),
             Placement::Builtin => {}
         }
         if let Some(runtimes) = &self.runtimes {
@@ -263,7 +263,7 @@ impl Installer for FunctionInstaller {
             return Err(format!("{reference:?} is not a built-in function"));
         };
         self.registry.register(object::name(package).unwrap_or_default(), function.clone());
-        Ok(None)
+        Ok(Progress::Installed)
     }
 
     async fn uninstall_blockers(&self, _package: &Value) -> Result<Vec<String>, String> {

@@ -48,6 +48,7 @@ use oxplane_xpkg::meta::PackageType;
 use serde_json::{Map, Value, json};
 
 use super::process::{Down, Process, down_now, supervise};
+use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::runtime_image::RuntimeImage;
 use super::{LABEL_PACKAGE, crd_kind};
@@ -208,13 +209,6 @@ impl ProviderRuntimes {
         }
     }
 
-    /// Why the Provider's process is down, when it was started and is not running now.
-    pub fn down(&self, name: &str) -> Option<String> {
-        let installed = self.lock();
-        let down = down_now(&installed.get(name)?.process.as_ref()?.down)?;
-        (down != "starting").then_some(down)
-    }
-
     /// The revision status of a pulled Provider: `objectRefs`.
     pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
         let installed = self.lock();
@@ -225,10 +219,10 @@ impl ProviderRuntimes {
     }
 
     /// Installs the revision `revision` of the Provider `package` (pulled from `reference`) and
-    /// runs its process: `Ok(None)` once it runs, `Ok(Some(what))` while waiting, `Err(why)`
-    /// when it cannot (its process down included). `owners` are the owner references of what
+    /// runs its process: how far it got (its process down included, read once), `Err(why)`
+    /// when it cannot. `owners` are the owner references of what
     /// the revision installs, the revision's controller reference first.
-    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, owners: Vec<Value>) -> Result<Option<String>, String> {
+    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, owners: Vec<Value>) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default().to_string();
         let known = self.lock().get(&name).filter(|i| i.revision == revision).map(|i| i.image.clone());
         let image = match known {
@@ -269,7 +263,7 @@ impl ProviderRuntimes {
             }
         }
         if !waiting.is_empty() {
-            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
+            return Ok(Progress::Waiting(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
         }
 
         let config_name = runtime_config_name(package);
@@ -277,9 +271,9 @@ impl ProviderRuntimes {
         let started_with = (config.as_ref().map(runtime_args).unwrap_or_default(), config.as_ref().map(runtime_env).unwrap_or_default());
         if let Some(down) = self.lock().get(&name).and_then(|i| i.process.as_ref()).filter(|r| r.started_with == started_with).map(|r| r.down.clone()) {
             return match down_now(&down) {
-                None => Ok(None),
-                Some(why) if why == "starting" => Ok(Some("waiting for the provider's process to start".into())),
-                Some(why) => Err(why),
+                None => Ok(Progress::Installed),
+                Some(why) if why == "starting" => Ok(Progress::Waiting("waiting for the provider's process to start".into())),
+                Some(why) => Ok(Progress::RuntimeDown(why)),
             };
         }
         if let Some(installed) = self.lock().get_mut(&name) {
@@ -299,7 +293,7 @@ impl ProviderRuntimes {
             .await
             .map_err(|e| format!("cannot apply ServiceAccount {SYSTEM_NAMESPACE}/{account}: {e}"))?;
         let Some((token, expires)) = request_token(&self.token_issuer, &account).await? else {
-            return Ok(Some(format!("waiting for the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
+            return Ok(Progress::Waiting(format!("waiting for the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
         };
         let kube_dir = self.dir.join("kube").join(revision);
         let token_file = kube_dir.join("token");
@@ -350,7 +344,7 @@ impl ProviderRuntimes {
         if let Some(installed) = self.lock().get_mut(&name) {
             installed.process = Some(Running { started_with, down: down.clone(), _stop: stop, renew });
         }
-        Ok(down_now(&down).map(|_| "waiting for the provider's process to start".to_string()))
+        Ok(down_now(&down).map(|_| "waiting for the provider's process to start".to_string()).into())
     }
 
     /// The Secrets `P-tls-server` and `P-tls-client` (made once, kept while they hold a

@@ -17,7 +17,7 @@ use serde_json::{Map, Value, json};
 
 use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 
-use super::reconciler::{Installer, revision_name};
+use super::reconciler::{Installer, Progress, revision_name};
 use super::{LABEL_PACKAGE, crd_kind, provider_kind, provider_revision_kind};
 
 /// The field manager the package manager applies what packages install with.
@@ -186,7 +186,7 @@ impl Installer for ProviderInstaller {
         self.catalog.contains_key(package_name(reference)) || self.pulled.is_some()
     }
 
-    async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default();
         let Some(provider) = self.catalog.get(package_name(reference)) else {
             if let Some(pulled) = &self.pulled {
@@ -206,7 +206,7 @@ impl Installer for ProviderInstaller {
         let installed = crate::mrd::install_provider_crds(&self.runtime.kube, package, provider.crds(reference), &owners, crate::mrd::is_safe_start(capabilities(package)))
             .await?;
         if !installed.waiting.is_empty() {
-            return Ok(Some(format!("waiting for CustomResourceDefinitions to be established: {}", installed.waiting.join(", "))));
+            return Ok(Progress::Waiting(format!("waiting for CustomResourceDefinitions to be established: {}", installed.waiting.join(", "))));
         }
         // A missing DeploymentRuntimeConfig means no arguments, as an empty one does.
         let config_name = runtime_config_name(package);
@@ -216,12 +216,12 @@ impl Installer for ProviderInstaller {
         };
         let started: Started = (reference.to_string(), args);
         if self.lock().get(name).is_some_and(|(running, _)| *running == started) {
-            return Ok(None);
+            return Ok(Progress::Installed);
         }
         let crds = self.installed_crds(name).await?;
         let runtime = match self.runtime_for(&revision_name(name, reference), &crds).await {
             Ok(runtime) => runtime,
-            Err(waiting) => return Ok(Some(waiting)),
+            Err(waiting) => return Ok(Progress::Waiting(waiting)),
         };
         // Started again when the reference or its runtime arguments change (checked above; a
         // package's reconciles do not overlap).
@@ -232,7 +232,7 @@ impl Installer for ProviderInstaller {
         let handle = provider.start_with_args(&runtime, reference, &started.1);
         tracing::info!(provider = name, package = reference, args = ?started.1, controllers = ?handle.controller_names(), "provider started");
         running.insert(name.to_string(), (started, handle));
-        Ok(None)
+        Ok(Progress::Installed)
     }
 
     async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String> {
@@ -310,10 +310,6 @@ impl Installer for ProviderInstaller {
             handle.stop();
             tracing::info!(provider = name, "provider stopped: no active revision");
         }
-    }
-
-    fn runtime_down(&self, package: &Value) -> Option<String> {
-        self.pulled.as_ref()?.down(object::name(package).unwrap_or_default())
     }
 
     fn revision_status(&self, package: &Value) -> Map<String, Value> {

@@ -21,6 +21,25 @@ use sha2::{Digest, Sha256};
 
 use super::{FINALIZER_UNINSTALL, LABEL_PACKAGE};
 
+/// How far installing a package got.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Progress {
+    /// Installed and healthy.
+    Installed,
+    /// Still installing: what it waits for.
+    Waiting(String),
+    /// Everything of it is installed but its runtime (its process) is down, for this reason:
+    /// the revision is healthy and only `RuntimeHealthy` is False.
+    RuntimeDown(String),
+}
+
+impl From<Option<String>> for Progress {
+    /// `None`: installed; `Some(what)`: waiting for `what`.
+    fn from(waiting: Option<String>) -> Self {
+        waiting.map_or(Progress::Installed, Progress::Waiting)
+    }
+}
+
 /// What installing one kind of package means.
 #[async_trait::async_trait]
 pub trait Installer: Send + Sync + 'static {
@@ -40,9 +59,8 @@ pub trait Installer: Send + Sync + 'static {
     fn accepts(&self, _package: &Value, reference: &str) -> bool {
         self.builtin_names().contains(&package_name(reference))
     }
-    /// Installs the package (idempotent): `Ok(None)` once installed and healthy,
-    /// `Ok(Some(what))` while still installing.
-    async fn install(&self, package: &Value, reference: &str) -> Result<Option<String>, String>;
+    /// Installs the package (idempotent): how far it got, or why it cannot.
+    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String>;
     /// What keeps the package from being uninstalled (`Kind/name` of objects that need it).
     async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String>;
     /// Uninstalls: `Ok(None)` once done, `Ok(Some(what))` while waiting.
@@ -50,11 +68,6 @@ pub trait Installer: Send + Sync + 'static {
     /// Stops the package's runtime while no revision of it is active, keeping what it
     /// installed (an inactive revision runs nothing, as Crossplane's runs no Deployment).
     async fn deactivate(&self, package: &Value);
-    /// Why the package's runtime (its process) is down, when everything else of it is
-    /// installed: the revision is then healthy and only `RuntimeHealthy` is False.
-    fn runtime_down(&self, _package: &Value) -> Option<String> {
-        None
-    }
     /// Extra status fields of the revision (e.g. `objectRefs`, `endpoint`).
     fn revision_status(&self, package: &Value) -> Map<String, Value>;
 }
@@ -153,26 +166,20 @@ impl PackageReconciler {
             return self.stay_inactive(package, &name, revision).await;
         }
         let outcome = self.installer.install(package, &reference).await;
-        let healthy = match &outcome {
-            Ok(None) => Condition::new("Healthy", "True", "HealthyPackageRevision"),
-            Ok(Some(waiting)) => Condition::new("Healthy", "Unknown", "UnknownPackageRevisionHealth").with_message(waiting),
-            Err(error) => Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(error),
-        };
         // Only the runtime is down: the revision is healthy, its runtime not, and the package
         // says which, as Crossplane's package manager words it.
-        let runtime_down = match &outcome {
-            Err(error) => self.installer.runtime_down(package).filter(|why| why == error),
-            _ => None,
-        };
-        let (healthy, revision_healthy) = match &runtime_down {
-            Some(why) => (
+        let (healthy, revision_healthy) = match &outcome {
+            Ok(Progress::Installed) => (Condition::new("Healthy", "True", "HealthyPackageRevision"), None),
+            Ok(Progress::Waiting(waiting)) => (Condition::new("Healthy", "Unknown", "UnknownPackageRevisionHealth").with_message(waiting), None),
+            Ok(Progress::RuntimeDown(why)) => (
                 Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(format!("Package runtime health is \"False\" with message: {why}")),
-                Condition::new("Healthy", "True", "HealthyPackageRevision"),
+                Some(Condition::new("Healthy", "True", "HealthyPackageRevision")),
             ),
-            None => (healthy.clone(), healthy),
+            Err(error) => (Condition::new("Healthy", "False", "UnhealthyPackageRevision").with_message(error), None),
         };
-        if let Err(error) = &outcome {
-            self.recorder.warning(package, "InstallPackage", error);
+        let revision_healthy = revision_healthy.unwrap_or_else(|| healthy.clone());
+        if let Err(why) | Ok(Progress::RuntimeDown(why)) = &outcome {
+            self.recorder.warning(package, "InstallPackage", why);
         }
         match &outcome {
             // A package that could not be pulled is not installed, as Crossplane reports it.
@@ -184,12 +191,12 @@ impl PackageReconciler {
             }
         }
         conditions::set(package, healthy.clone());
-        let runtime_healthy = match runtime_down {
-            Some(why) => Condition::new("RuntimeHealthy", "False", "UnhealthyPackageRevision").with_message(why),
-            None => Condition::new("RuntimeHealthy", &revision_healthy.status, &revision_healthy.reason).with_message(revision_healthy.message.clone()),
+        let runtime_healthy = match &outcome {
+            Ok(Progress::RuntimeDown(why)) => Condition::new("RuntimeHealthy", "False", "UnhealthyPackageRevision").with_message(why),
+            _ => Condition::new("RuntimeHealthy", &revision_healthy.status, &revision_healthy.reason).with_message(revision_healthy.message.clone()),
         };
         self.write_revision_status(revision, revision_healthy, runtime_healthy, package).await?;
-        if matches!(outcome, Ok(None)) {
+        if outcome == Ok(Progress::Installed) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
             // The entry lets the resolver see the package installed and other packages'
             // constraints be checked against its version. Built-ins declare no dependencies;
@@ -198,9 +205,9 @@ impl PackageReconciler {
             super::lock::upsert(&self.kube, entry).await.map_err(ReconcileError::new)?;
         }
         Ok(match outcome {
-            Ok(None) => Action::RequeueAfter(Duration::from_secs(60)),
-            Ok(Some(_)) => Action::RequeueAfter(Duration::from_millis(250)),
-            Err(_) => Action::Requeue,
+            Ok(Progress::Installed) => Action::RequeueAfter(Duration::from_secs(60)),
+            Ok(Progress::Waiting(_)) => Action::RequeueAfter(Duration::from_millis(250)),
+            Ok(Progress::RuntimeDown(_)) | Err(_) => Action::Requeue,
         })
     }
 
