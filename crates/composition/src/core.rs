@@ -171,7 +171,8 @@ impl Core {
             _ => None,
         };
         let providers = Arc::new(
-            ProviderInstaller::new(runtime.clone(), options.providers).with_identities(options.identities.clone()).with_runtimes(provider_runtimes.clone()),
+            ProviderInstaller::new(runtime.clone(), options.providers).with_identities(options.identities.clone()).with_runtimes(provider_runtimes.clone())
+                .with_sources(options.package_sources.clone()),
         );
         let (xrds, xrd_reconciler) = crate::xrd::controller::start_controller(
             runtime,

@@ -3,7 +3,8 @@
 //! The provider is `fixtures/provider-things`: a Python program on the official Kubernetes
 //! client (a client other than oxplane's own, talking to it only through the kubeconfig it is
 //! given), with a managed CRD of two versions converted by the webhook it serves over TLS. The
-//! package is built with `oxplane xpkg build` around a runtime whose entrypoint runs it.
+//! package is built with `oxplane xpkg build` around a runtime whose entrypoint runs it. It
+//! declares `safe-start`: its managed kind is an MRD the default activation policy activates.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -96,7 +97,10 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     let source = format!("{}/fixture/provider-things:v0.1.0", registry.host);
     build_and_push(&fixture().join("package"), &root, "/usr/local/bin/provider", &source, &dir.path().join("things.xpkg"));
 
-    let mut server = Server::start();
+    // The broken package below is pushed under the name of a built-in provider, which this
+    // flag has pulled instead.
+    let broken_source = format!("{}/fixture/provider-nop:v0.1.0", registry.host);
+    let mut server = Server::start_with(&["--pull-package", &format!("{}/fixture/provider-nop", registry.host)]);
     server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata: {{name: provider-things}}\nspec: {{package: \"{source}\"}}\n"));
     server.kubectl(&["wait", "--for=condition=Healthy", "provider/provider-things", "--timeout=120s"]);
     let provider = server.get(&["provider", "provider-things"]).unwrap();
@@ -111,6 +115,15 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
             assert!(secret["data"][key].as_str().is_some_and(|v| !v.is_empty()), "{secret}");
         }
     }
+    // Installed as a built-in provider's kinds are: the managed kind as an MRD, made Inactive
+    // (safe-start) and activated by the default policy, which made its CRD.
+    assert_eq!(revision["status"]["capabilities"], serde_json::json!(["safe-start"]), "{revision}");
+    let refs = revision["status"]["objectRefs"].as_array().unwrap();
+    assert!(refs.iter().any(|r| r["kind"] == "ManagedResourceDefinition" && r["name"] == "things.fixture.example.org"), "{revision}");
+    let mrd = server.get(&["mrd", "things.fixture.example.org"]).unwrap();
+    assert_eq!(mrd["spec"]["state"], "Active", "{mrd}");
+    assert_eq!(condition(&mrd, "Established").unwrap()["status"], "True", "{mrd}");
+    assert_eq!(mrd["metadata"]["ownerReferences"][0]["name"], revision_name.as_str(), "{mrd}");
     let crd = server.get(&["crd", "things.fixture.example.org"]).unwrap();
     let service = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
     assert_eq!((service["name"].as_str(), service["namespace"].as_str(), service["port"].as_i64(), service["path"].as_str()), (Some("provider-things"), Some("crossplane-system"), Some(9443), Some("/convert")));
@@ -196,10 +209,10 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     assert_eq!(provider_processes(server.dir()).len(), 1);
 
     // A package whose binary exits at once: the Provider says why, with its output, and the
-    // process is started again after a growing backoff.
+    // process is started again after a growing backoff. Its reference names the built-in
+    // provider-nop, which `--pull-package` turned off for it: it is pulled and run.
     let broken = dir.path().join("broken");
     write(&broken.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: provider-broken}\n", false);
-    let broken_source = format!("{}/fixture/provider-broken:v0.1.0", registry.host);
     build_and_push(&broken, &root, "/usr/local/bin/broken", &broken_source, &dir.path().join("broken.xpkg"));
     server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata: {{name: provider-broken}}\nspec: {{package: \"{broken_source}\"}}\n"));
     let mut message = String::new();

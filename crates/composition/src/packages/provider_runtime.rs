@@ -10,7 +10,10 @@
 //!   `DIR/tls/R/{server,client}`;
 //! - the Service `P` (port `webhook` 9443) annotated with the local address its process
 //!   serves webhooks on, so the API server reaches it (`oxplane.io/address`);
-//! - the package's CRDs, controlled by `R` and owned by `P`, labelled with the package; a CRD
+//! - the package's CRDs as built-in providers' are installed (`mrd::install_provider_crds`):
+//!   its managed kinds as ManagedResourceDefinitions (Inactive for a package whose
+//!   `spec.capabilities` has `safe-start`, until a policy activates them), its ProviderConfig
+//!   kinds as CRDs, all controlled by `R` and owned by `P`, labelled with the package; a kind
 //!   converting through a webhook is pointed at the Service (path kept) with oxplane's CA as
 //!   `caBundle` (Crossplane puts the leaf `tls.crt` there, which only Go's verifier accepts);
 //! - `R`'s ServiceAccount (which the RBAC manager binds to `R`'s roles), and the process: the image's `Entrypoint`
@@ -51,7 +54,6 @@ use super::process::{Down, Process, down_now, supervise};
 use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::runtime_image::RuntimeImage;
-use super::{LABEL_PACKAGE, crd_kind};
 
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
 const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
@@ -73,6 +75,8 @@ struct Installed {
     image: Arc<RuntimeImage>,
     /// `status.objectRefs` of the revision.
     object_refs: Vec<Value>,
+    /// `spec.capabilities` of the package's meta object (`status.capabilities` of the revision).
+    capabilities: Vec<String>,
     /// Free ports of 127.0.0.1 given to the process for its webhook server and metrics.
     webhook_port: u16,
     metrics_port: u16,
@@ -127,12 +131,20 @@ fn free_port() -> Result<u16, String> {
     std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).map_err(|e| format!("cannot find a free port: {e}"))
 }
 
-/// A package CRD as the establisher installs it for `package`: labelled, owned, and a webhook
-/// conversion pointed at the package's Service with `ca_pem` to trust.
-pub fn prepare_crd(crd: &Value, package: &str, owners: &[Value], ca_pem: &str) -> Value {
+/// `spec.capabilities` of a package's meta object.
+fn capabilities(image: &RuntimeImage) -> Vec<String> {
+    image.parsed.meta.pointer("/spec/capabilities").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+}
+
+/// The CustomResourceDefinitions of a package.
+fn crds(image: &RuntimeImage) -> impl Iterator<Item = &Value> {
+    image.parsed.objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+}
+
+/// A package CRD with its webhook conversion (if any) pointed at the package's Service, with
+/// `ca_pem` to trust.
+pub fn with_webhook(crd: &Value, package: &str, ca_pem: &str) -> Value {
     let mut crd = crd.clone();
-    object::set_label(&mut crd, LABEL_PACKAGE, package);
-    crd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
     if crd.pointer("/spec/conversion/strategy").and_then(Value::as_str) == Some("Webhook") {
         let path = crd.pointer("/spec/conversion/webhook/clientConfig/service/path").and_then(Value::as_str).unwrap_or("/convert").to_string();
         let versions = crd.pointer("/spec/conversion/webhook/conversionReviewVersions").cloned().unwrap_or_else(|| json!(["v1"]));
@@ -209,12 +221,15 @@ impl ProviderRuntimes {
         }
     }
 
-    /// The revision status of a pulled Provider: `objectRefs`.
+    /// The revision status of a pulled Provider: `objectRefs` and `capabilities`.
     pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
         let installed = self.lock();
         let installed = installed.get(name)?;
         let mut status = Map::new();
         status.insert("objectRefs".into(), Value::Array(installed.object_refs.clone()));
+        if !installed.capabilities.is_empty() {
+            status.insert("capabilities".into(), json!(installed.capabilities));
+        }
         Some(status)
     }
 
@@ -230,14 +245,17 @@ impl ProviderRuntimes {
             None => {
                 self.stop(&name);
                 let image = Arc::new(RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Provider).await?);
-                let object_refs = image
-                    .parsed
-                    .objects
-                    .iter()
-                    .filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
-                    .map(|crd| json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": object::name(crd)}))
-                    .collect();
-                let installed = Installed { revision: revision.to_string(), image: image.clone(), object_refs, webhook_port: free_port()?, metrics_port: free_port()?, process: None };
+                let object_refs = crds(&image).map(crate::mrd::object_ref).collect();
+                let capabilities = capabilities(&image);
+                let installed = Installed {
+                    revision: revision.to_string(),
+                    image: image.clone(),
+                    object_refs,
+                    capabilities,
+                    webhook_port: free_port()?,
+                    metrics_port: free_port()?,
+                    process: None,
+                };
                 self.lock().insert(name.clone(), installed);
                 image
             }
@@ -253,17 +271,11 @@ impl ProviderRuntimes {
         let webhook_port = self.lock().get(&name).map(|i| i.webhook_port).unwrap_or_default();
         self.ensure_service(&name, revision, &controller, webhook_port).await?;
 
-        let mut waiting = Vec::new();
-        for crd in image.parsed.objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition")) {
-            let crd = prepare_crd(crd, &name, &owners, ca.ca_pem());
-            let crd_name = object::name(&crd).unwrap_or_default().to_string();
-            let applied = self.kube.apply(&crd_kind(), &crd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot establish control of object: cannot apply CustomResourceDefinition {crd_name}: {e}"))?;
-            if !conditions::is_true(&applied, "Established") {
-                waiting.push(crd_name);
-            }
-        }
-        if !waiting.is_empty() {
-            return Ok(Progress::Waiting(format!("waiting for CustomResourceDefinitions to be established: {}", waiting.join(", "))));
+        let safe_start = crate::mrd::is_safe_start(capabilities(&image).iter().map(String::as_str));
+        let crds = crds(&image).map(|crd| with_webhook(crd, &name, ca.ca_pem())).collect();
+        let installed = crate::mrd::install_provider_crds(&self.kube, package, crds, &owners, safe_start).await?;
+        if !installed.waiting.is_empty() {
+            return Ok(Progress::Waiting(format!("waiting for CustomResourceDefinitions to be established: {}", installed.waiting.join(", "))));
         }
 
         let config_name = runtime_config_name(package);
@@ -466,10 +478,7 @@ mod tests {
             "metadata": {"name": "things.example.org"},
             "spec": {"conversion": {"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"service": {"path": "/convert"}}}}},
         });
-        let owners = vec![json!({"kind": "ProviderRevision", "name": "r", "controller": true}), json!({"kind": "Provider", "name": "p"})];
-        let prepared = prepare_crd(&crd, "provider-things", &owners, "PEM");
-        assert_eq!(prepared["metadata"]["labels"][LABEL_PACKAGE], "provider-things");
-        assert_eq!(prepared["metadata"]["ownerReferences"], json!(owners));
+        let prepared = with_webhook(&crd, "provider-things", "PEM");
         assert_eq!(
             prepared["spec"]["conversion"]["webhook"],
             json!({
@@ -481,7 +490,7 @@ mod tests {
             })
         );
         let plain = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
-        assert_eq!(prepare_crd(&plain, "p", &owners, "PEM")["spec"]["conversion"], json!({"strategy": "None"}));
+        assert_eq!(with_webhook(&plain, "p", "PEM")["spec"]["conversion"], json!({"strategy": "None"}));
     }
 
     #[test]

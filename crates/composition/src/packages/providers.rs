@@ -32,6 +32,8 @@ pub struct ProviderInstaller {
     identities: Option<crate::core::Identities>,
     /// The processes of pulled Provider packages (none: only built-ins).
     pulled: Option<Arc<super::provider_runtime::ProviderRuntimes>>,
+    /// Which references naming a built-in are pulled instead (`--pull-package`).
+    sources: super::PackageSources,
 }
 
 /// What a running provider was started with: its package reference and runtime arguments.
@@ -72,7 +74,26 @@ pub fn runtime_args(config: &Value) -> Vec<String> {
 impl ProviderInstaller {
     /// An installer of the given providers.
     pub fn new(runtime: Runtime, providers: Vec<Arc<dyn BuiltinProvider>>) -> Self {
-        ProviderInstaller { runtime, catalog: providers.into_iter().map(|p| (p.name(), p)).collect(), running: Mutex::new(HashMap::new()), identities: None, pulled: None }
+        ProviderInstaller {
+            runtime,
+            catalog: providers.into_iter().map(|p| (p.name(), p)).collect(),
+            running: Mutex::new(HashMap::new()),
+            identities: None,
+            pulled: None,
+            sources: super::PackageSources::default(),
+        }
+    }
+
+    /// Serves with a built-in provider only the references `sources` leaves built in (the
+    /// others are pulled).
+    pub fn with_sources(mut self, sources: super::PackageSources) -> Self {
+        self.sources = sources;
+        self
+    }
+
+    /// The built-in provider serving `reference`, if one does.
+    fn builtin(&self, reference: &str) -> Option<&Arc<dyn BuiltinProvider>> {
+        self.sources.pulled_by(reference).is_none().then(|| self.catalog.get(package_name(reference))).flatten()
     }
 
     /// Pulls Provider packages that are not built in and runs them with `runtimes`.
@@ -182,13 +203,17 @@ impl Installer for ProviderInstaller {
         self.catalog.keys().copied().collect()
     }
 
+    fn pulls(&self) -> bool {
+        self.pulled.is_some()
+    }
+
     fn accepts(&self, _package: &Value, reference: &str) -> bool {
-        self.catalog.contains_key(package_name(reference)) || self.pulled.is_some()
+        self.builtin(reference).is_some() || self.pulled.is_some()
     }
 
     async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default();
-        let Some(provider) = self.catalog.get(package_name(reference)) else {
+        let Some(provider) = self.builtin(reference) else {
             if let Some(pulled) = &self.pulled {
                 let owners = self.owners(package, reference).await?;
                 // A package that cannot be pulled may have been meant as a built-in one.
@@ -314,14 +339,13 @@ impl Installer for ProviderInstaller {
 
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
-        if !self.catalog.contains_key(package_name(reference))
+        if self.builtin(reference).is_none()
             && let Some(status) = self.pulled.as_ref().and_then(|p| p.revision_status(object::name(package).unwrap_or_default()))
         {
             return status;
         }
         let refs: Vec<Value> = self
-            .catalog
-            .get(package_name(reference))
+            .builtin(reference)
             .map(|p| p.crds(reference))
             .unwrap_or_default()
             .iter()
