@@ -1,8 +1,8 @@
 //! What a provider revision installs from its package's CRDs, as Crossplane's package manager
 //! does with `--enable-custom-to-managed-resource-conversion` (on by default): each managed
 //! kind as an MRD (`Active` unless the provider declares the `safe-start` capability), its
-//! ProviderConfig kinds as plain CRDs. Used for built-in providers (pulled Provider packages
-//! still install plain CRDs).
+//! ProviderConfig kinds as plain CRDs. Used for built-in providers and pulled Provider packages
+//! alike.
 
 use oxplane_runtime::client::Kube;
 use oxplane_runtime::conditions;
