@@ -42,7 +42,6 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use oxplane_functions::grpc::tls::CertificateAuthority;
 use oxplane_runtime::client::Kube;
-use oxplane_runtime::conditions;
 use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
