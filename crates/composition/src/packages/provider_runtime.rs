@@ -170,8 +170,13 @@ fn kubeconfig(api: &ApiAccess, user: &str, token_file: &Path) -> Value {
     })
 }
 
-/// Writes a file by renaming a complete temporary one over it, so readers never see half.
+/// Writes a file by renaming a complete temporary one over it, so readers never see half. A
+/// file that holds `contents` already is left alone: processes that watch their certificate
+/// files (controller-runtime's certwatcher) would reload on every reconcile otherwise.
 fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), String> {
+    if std::fs::read(path).is_ok_and(|current| current == contents) {
+        return Ok(());
+    }
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     let temporary = path.with_extension("tmp");
@@ -468,6 +473,7 @@ mod tests {
     #![allow(clippy::unwrap_used)]
 
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn a_webhook_conversion_is_pointed_at_the_packages_service_with_oxplanes_ca() {
@@ -490,6 +496,20 @@ mod tests {
         );
         let plain = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
         assert_eq!(with_webhook(&plain, "p", "PEM")["spec"]["conversion"], json!({"strategy": "None"}));
+    }
+
+    #[test]
+    fn an_atomic_write_leaves_a_file_with_the_same_contents_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tls").join("tls.crt");
+        write_atomically(&path, b"one").unwrap();
+        let written = std::fs::metadata(&path).unwrap().ino();
+        write_atomically(&path, b"one").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), written, "rewritten although unchanged");
+        write_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        assert_ne!(std::fs::metadata(&path).unwrap().ino(), written);
+        assert!(!path.with_extension("tmp").exists());
     }
 
     #[test]

@@ -218,7 +218,7 @@ impl Installer for ProviderInstaller {
                 let owners = self.owners(package, reference).await?;
                 // A package that cannot be pulled may have been meant as a built-in one.
                 return pulled.ensure(package, reference, &revision_name(name, reference), owners).await.map_err(|error| {
-                    if error.starts_with("cannot unpack package: ") { format!("{error}; built-in providers: {}", self.builtin_names().join(", ")) } else { error }
+                    if error.starts_with("cannot unpack package: ") && self.sources.pulled_by(reference).is_none() { format!("{error}; built-in providers: {}", self.builtin_names().join(", ")) } else { error }
                 });
             }
             return Err(format!("{reference:?} is not a built-in provider"));
