@@ -108,6 +108,12 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     assert_eq!(cache["status"]["size"], "large", "composed through the pulled function");
     // Killed, the process is started again, and compositions go on through it.
     let first = function_process(server.pid());
+    // In a network namespace of its own, serving on the SDKs' default port there (given no
+    // --address), which the endpoint's port outside reaches.
+    let cmdline = String::from_utf8_lossy(&std::fs::read(format!("/proc/{first}/cmdline")).unwrap()).replace('\0', " ");
+    assert!(!cmdline.contains("--address"), "{cmdline}");
+    let namespace = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+    assert_ne!(namespace(first), namespace(server.pid()), "the function shares oxplane's network");
     assert!(Command::new("kill").args(["-KILL", &first.to_string()]).status().unwrap().success());
     let mut second = 0;
     crate::support::within(std::time::Duration::from_secs(30), "the function's process to be started again", || {
@@ -120,7 +126,8 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     });
     // The process's output is kept per revision in the data directory.
     let log = server.dir().join("runtimes/functions/logs").join(format!("{}.log", revision["metadata"]["name"].as_str().unwrap()));
-    assert!(log.exists(), "{}", log.display());
+    let output = std::fs::read_to_string(&log).unwrap();
+    assert!(output.contains("serving function-patch-and-transform on 0.0.0.0:9443 (mutual TLS)"), "{output}");
 
     // oxplane killed with SIGKILL: its function process does not outlive it (nothing of the
     // old run keeps serving, or holds its port), and the next start runs exactly one again.

@@ -157,6 +157,15 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     for line in ["POD_NAMESPACE=crossplane-system", "PROVIDER_NAME=provider-things", &format!("REVISION_NAME={revision_name}"), "FIXTURE_IMAGE_ENV=kept"] {
         assert!(log.lines().any(|l| l == line), "{line} missing from\n{log}");
     }
+    // In a network namespace of its own, as in a pod: it binds controller-runtime's fixed
+    // ports, given none, and reaches the API server and serves its webhook through oxplane.
+    for line in ["WEBHOOK_PORT=", "METRICS_BIND_ADDRESS=", "serving metrics on :8080"] {
+        assert!(log.lines().any(|l| l == line), "{line} missing from\n{log}");
+    }
+    assert!(log.contains("serving conversion webhooks on 127.0.0.1:9443"), "{log}");
+    let process = provider_processes(server.dir());
+    let namespace = |pid: u32| std::fs::read_link(format!("/proc/{pid}/ns/net")).unwrap();
+    assert_ne!(namespace(process[0]), namespace(server.pid()), "the provider shares oxplane's network");
     let uid = revision["metadata"]["uid"].as_str().unwrap();
     assert!(log.lines().any(|l| l == format!("REVISION_UID={uid}")), "{log}");
     assert!(log.contains(&format!("acting as {account}")), "{log}");

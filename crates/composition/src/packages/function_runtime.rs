@@ -5,10 +5,12 @@
 //! the image's `Entrypoint` and `Cmd` (a program inside that root filesystem), started in it
 //! with the image's `Env` and what Crossplane's Deployment gives a function:
 //! `TLS_SERVER_CERTS_DIR` (a server certificate for `127.0.0.1` and `localhost` from oxplane's
-//! CA, so calls use mutual TLS), `FUNCTION_NAME`, `REVISION_NAME`, `REVISION_UID`. As processes
-//! share the host's network here (no network namespace), each is given its own port with
-//! `--address 127.0.0.1:PORT` (the flag both function SDKs and `oxplane function serve` take),
-//! and the revision's `status.endpoint` names it. Its output goes to `DIR/logs/<revision>.log`;
+//! CA, so calls use mutual TLS), `FUNCTION_NAME`, `REVISION_NAME`, `REVISION_UID`. It runs in a
+//! network namespace of its own (`sandbox.rs`), serving on the SDKs' default port 9443 there,
+//! reached through a local port outside that the revision's `status.endpoint` names. Where no
+//! namespace can be made, processes share the host's network and each is given its own port
+//! with `--address 127.0.0.1:PORT` (the flag both function SDKs and `oxplane function serve`
+//! take). Its output goes to `DIR/logs/<revision>.log`;
 //! when it exits it is started again after a backoff (1 s doubling to 60 s, reset after a
 //! minute up), and the Function is unhealthy meanwhile with the exit and the last lines of the
 //! output. The process runs unsandboxed, as the user running oxplane: only trusted packages.
@@ -29,6 +31,7 @@ use serde_json::Value;
 use super::function_revision_kind;
 use super::process::{Down, Process, down_now, supervise};
 use super::runtime_image::RuntimeImage;
+use super::sandbox::Sandbox;
 
 /// What a running function process is known by.
 struct Running {
@@ -57,6 +60,8 @@ pub struct FunctionRuntimes {
     dir: PathBuf,
     ca_dir: PathBuf,
     running: Mutex<HashMap<String, Running>>,
+    /// Why processes share oxplane's network (none: each gets a namespace of its own).
+    no_sandbox: Option<String>,
 }
 
 impl FunctionRuntimes {
@@ -65,7 +70,11 @@ impl FunctionRuntimes {
     /// Processes an earlier run left in `dir` are killed first.
     pub fn new(kube: Kube, cache_dir: PathBuf, dir: PathBuf, ca_dir: PathBuf) -> Self {
         super::process::reap_orphans(&dir);
-        FunctionRuntimes { kube, cache: Cache::new(cache_dir), dir, ca_dir, running: Mutex::new(HashMap::new()) }
+        let no_sandbox = super::sandbox::unavailable();
+        if let Some(why) = &no_sandbox {
+            tracing::warn!(%why, "function processes share oxplane's network: each is given its port with --address");
+        }
+        FunctionRuntimes { kube, cache: Cache::new(cache_dir), dir, ca_dir, running: Mutex::new(HashMap::new()), no_sandbox }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
@@ -110,12 +119,18 @@ impl FunctionRuntimes {
             ("REVISION_NAME".to_string(), revision.to_string()),
             ("REVISION_UID".to_string(), uid),
         ]);
-        args.extend(["--address".to_string(), address.clone()]);
+        let sandbox = match &self.no_sandbox {
+            None => Some(Arc::new(Sandbox::create(None, port).await.map_err(|e| format!("cannot make the function's network: {e}"))?)),
+            Some(_) => {
+                args.extend(["--address".to_string(), address.clone()]);
+                None
+            }
+        };
         let log = self.dir.join("logs").join(format!("{revision}.log"));
         std::fs::create_dir_all(self.dir.join("logs")).map_err(|e| format!("cannot create the function's log folder: {e}"))?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let down = Arc::new(Mutex::new(Some("starting".to_string())));
-        let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log };
+        let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log, sandbox };
         tokio::spawn(supervise(process, down.clone(), stopped, Arc::new(|| {})));
         tracing::info!(function = %name, revision = %revision, address = %address, "started the function's process");
         let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, down: down.clone(), _stop: stop };

@@ -34,6 +34,9 @@ pub(super) struct Process {
     pub root: PathBuf,
     /// Where its output goes.
     pub log: PathBuf,
+    /// The network namespace it runs in (none: oxplane's own network), kept while it may be
+    /// started again.
+    pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
 }
 
 /// Why a process is down, shared between its supervisor and whoever reports its health:
@@ -109,10 +112,11 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
         .process_group(0)
         .kill_on_drop(true);
     let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2) and
-    // getppid(2), both async-signal-safe, allocating nothing. The death signal is what makes
-    // the kernel end the process when oxplane is killed with SIGKILL (no code of ours runs
-    // then); the parent check closes the race of oxplane dying before prctl.
+    let namespace = process.sandbox.as_ref().map(|s| s.fd());
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
+    // getppid(2) and setns(2), all async-signal-safe, allocating nothing. The death signal is
+    // what makes the kernel end the process when oxplane is killed with SIGKILL (no code of
+    // ours runs then); the parent check closes the race of oxplane dying before prctl.
     unsafe {
         command.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
@@ -120,6 +124,9 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
             }
             if libc::getppid() as u32 != parent {
                 return Err(std::io::Error::other("oxplane exited while starting the process"));
+            }
+            if let Some(namespace) = namespace {
+                super::sandbox::Sandbox::join(namespace)?;
             }
             Ok(())
         });
@@ -242,6 +249,7 @@ mod tests {
             env: vec![("PATH".into(), "/usr/bin:/bin".into())],
             root,
             log: dir.join("p.log"),
+            sandbox: None,
         }
     }
 

@@ -53,6 +53,7 @@ use super::process::{Down, Process, down_now, supervise};
 use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::runtime_image::RuntimeImage;
+use super::sandbox::Sandbox;
 
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
 const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
@@ -84,8 +85,9 @@ struct Installed {
 
 /// A running process and what it was started with.
 struct Running {
-    /// The runtime config's args and env it was started with: a change restarts it.
-    started_with: (Vec<String>, Vec<(String, String)>),
+    /// The runtime config's args, env and `hostNetwork` it was started with: a change
+    /// restarts it.
+    started_with: (Vec<String>, Vec<(String, String)>, bool),
     down: Down,
     _stop: tokio::sync::watch::Sender<bool>,
     renew: tokio::task::JoinHandle<()>,
@@ -111,6 +113,9 @@ pub struct ProviderRuntimes {
     api: ApiAccess,
     installed: Mutex<HashMap<String, Installed>>,
     wake: Mutex<Option<Wake>>,
+    /// Why processes share oxplane's network rather than each getting a namespace of its
+    /// own (none: they get one).
+    no_sandbox: Option<String>,
 }
 
 fn secret_kind() -> Kind {
@@ -170,6 +175,21 @@ fn kubeconfig(api: &ApiAccess, user: &str, token_file: &Path) -> Value {
     })
 }
 
+/// The socket address of an `https://127.0.0.1:PORT` (or `localhost`) URL: where the API
+/// server is for a process in a namespace of its own, which reaches it at the same address.
+fn loopback_address(url: &str) -> Option<std::net::SocketAddr> {
+    let authority = url.strip_prefix("https://")?.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    let port: u16 = port.parse().ok()?;
+    matches!(host, "127.0.0.1" | "localhost").then(|| std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+}
+
+/// Whether a DeploymentRuntimeConfig runs the process on the host's network (the pod
+/// template's `hostNetwork`).
+fn host_network(config: &Value) -> bool {
+    config.pointer("/spec/deploymentTemplate/spec/template/spec/hostNetwork").and_then(Value::as_bool) == Some(true)
+}
+
 /// Writes a file by renaming a complete temporary one over it, so readers never see half. A
 /// file that holds `contents` already is left alone: processes that watch their certificate
 /// files (controller-runtime's certwatcher) would reload on every reconcile otherwise.
@@ -206,7 +226,21 @@ impl ProviderRuntimes {
     /// earlier run left in `dir` are killed first.
     pub fn new(kube: Kube, token_issuer: Kube, cache_dir: PathBuf, dir: PathBuf, ca_dir: PathBuf, api: ApiAccess) -> Self {
         super::process::reap_orphans(&dir);
-        ProviderRuntimes { kube, token_issuer, cache: Cache::new(cache_dir), dir, ca_dir, api, installed: Mutex::new(HashMap::new()), wake: Mutex::new(None) }
+        let no_sandbox = super::sandbox::unavailable().or_else(|| loopback_address(&api.url).is_none().then(|| format!("the API server's address {} is not on the loopback", api.url)));
+        if let Some(why) = &no_sandbox {
+            tracing::warn!(%why, "provider processes share oxplane's network: each is given its ports through WEBHOOK_PORT and METRICS_BIND_ADDRESS");
+        }
+        ProviderRuntimes {
+            kube,
+            token_issuer,
+            cache: Cache::new(cache_dir),
+            dir,
+            ca_dir,
+            api,
+            installed: Mutex::new(HashMap::new()),
+            wake: Mutex::new(None),
+            no_sandbox,
+        }
     }
 
     /// Wakes the Provider whenever its process starts or exits.
@@ -284,7 +318,7 @@ impl ProviderRuntimes {
 
         let config_name = runtime_config_name(package);
         let config = self.kube.get(&runtime_config_kind(), None, config_name).await.map_err(|e| format!("cannot get DeploymentRuntimeConfig {config_name}: {e}"))?;
-        let started_with = (config.as_ref().map(runtime_args).unwrap_or_default(), config.as_ref().map(runtime_env).unwrap_or_default());
+        let started_with = (config.as_ref().map(runtime_args).unwrap_or_default(), config.as_ref().map(runtime_env).unwrap_or_default(), config.as_ref().is_some_and(host_network));
         if let Some(down) = self.lock().get(&name).and_then(|i| i.process.as_ref()).filter(|r| r.started_with == started_with).map(|r| r.down.clone()) {
             return match down_now(&down) {
                 None => Ok(Progress::Installed),
@@ -321,6 +355,13 @@ impl ProviderRuntimes {
 
         let (program, args) = image.argv(reference, &started_with.0)?;
         let (webhook_port, metrics_port) = self.lock().get(&name).map(|i| (i.webhook_port, i.metrics_port)).unwrap_or_default();
+        // A namespace of its own, as a pod has, unless its runtime config asks for the host's
+        // network (`hostNetwork`) or this machine cannot make one.
+        let api = loopback_address(&self.api.url);
+        let sandbox = match api.filter(|_| self.no_sandbox.is_none() && !started_with.2) {
+            Some(api) => Some(Arc::new(Sandbox::create(Some(api), webhook_port).await.map_err(|e| format!("cannot make the provider's network: {e}"))?)),
+            None => None,
+        };
         let uid = controller.get("uid").and_then(Value::as_str).unwrap_or_default().to_string();
         let server_dir = certs.join("server").display().to_string();
         let mut env = image.env_pairs();
@@ -335,15 +376,19 @@ impl ProviderRuntimes {
             ("REVISION_UID".to_string(), uid),
             ("WEBHOOK_TLS_CERT_DIR".to_string(), server_dir),
             ("KUBECONFIG".to_string(), kubeconfig_file.display().to_string()),
-            ("WEBHOOK_PORT".to_string(), webhook_port.to_string()),
-            ("METRICS_BIND_ADDRESS".to_string(), format!("127.0.0.1:{metrics_port}")),
         ]);
+        if sandbox.is_none() {
+            // Sharing oxplane's network, the ports a pod would own are given as providers read
+            // them (controller-runtime's flags' variables).
+            env.extend([("WEBHOOK_PORT".to_string(), webhook_port.to_string()), ("METRICS_BIND_ADDRESS".to_string(), format!("127.0.0.1:{metrics_port}"))]);
+        }
+        let network = if sandbox.is_some() { "own namespace" } else { "oxplane's" };
         let log_dir = self.dir.join("logs");
         std::fs::create_dir_all(&log_dir).map_err(|e| format!("cannot create the provider's log folder: {e}"))?;
         let log = log_dir.join(format!("{revision}.log"));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let down: Down = Arc::new(Mutex::new(Some("starting".to_string())));
-        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log };
+        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log, sandbox };
         let wake = self.wake.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let woken = name.clone();
         tokio::spawn(supervise(
@@ -356,7 +401,7 @@ impl ProviderRuntimes {
                 }
             }),
         ));
-        tracing::info!(provider = %name, revision = %revision, webhook_port, "started the provider's process");
+        tracing::info!(provider = %name, revision = %revision, webhook_port, network, "started the provider's process");
         if let Some(installed) = self.lock().get_mut(&name) {
             installed.process = Some(Running { started_with, down: down.clone(), _stop: stop, renew });
         }
@@ -496,6 +541,16 @@ mod tests {
         );
         let plain = json!({"metadata": {"name": "x"}, "spec": {"conversion": {"strategy": "None"}}});
         assert_eq!(with_webhook(&plain, "p", "PEM")["spec"]["conversion"], json!({"strategy": "None"}));
+    }
+
+    #[test]
+    fn the_api_server_is_reached_in_a_namespace_only_on_the_loopback() {
+        assert_eq!(loopback_address("https://127.0.0.1:6443"), Some("127.0.0.1:6443".parse().unwrap()));
+        assert_eq!(loopback_address("https://localhost:443/"), Some("127.0.0.1:443".parse().unwrap()));
+        assert_eq!(loopback_address("https://10.0.0.5:6443"), None);
+        assert_eq!(loopback_address("http://127.0.0.1:6443"), None);
+        assert!(host_network(&json!({"spec": {"deploymentTemplate": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}})));
+        assert!(!host_network(&json!({"spec": {}})));
     }
 
     #[test]
