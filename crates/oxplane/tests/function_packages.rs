@@ -1,8 +1,8 @@
 //! A Function package pulled from a real registry (Debian's `docker-registry` on 127.0.0.1) and
 //! run as a local process, end to end with the real kubectl: the package is built with
 //! `oxplane xpkg build` around a runtime whose entrypoint runs `oxplane function serve
-//! function-patch-and-transform`; a Configuration depending on it and on provider-nop is
-//! applied alone, all three are installed, and an XR of its XRD becomes Ready through the
+//! function-patch-and-transform`; a Configuration depending on it, which depends on
+//! provider-nop, is applied alone, all three are installed, and an XR of its XRD becomes Ready through the
 //! pulled function, called over mutual TLS on the address oxplane gave the process; killed,
 //! the process is started again and compositions go on.
 
@@ -79,19 +79,23 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     let registry = Registry::shared();
     let dir = tempfile::tempdir().unwrap();
     let function_source = format!("{}/fns/function-pt", registry.host);
-    push_function(dir.path(), &format!("{function_source}:v0.1.0"));
+    // The function depends on provider-nop (its NopResources are what the Composition makes).
+    push_function(dir.path(), &format!("{function_source}:v0.1.0"), "[{provider: xpkg.crossplane.io/crossplane-contrib/provider-nop, version: \">=v0.5.0\"}]");
 
-    // The Configuration: the XRD and Composition above, depending on the function and provider-nop.
+    // The Configuration: the XRD and Composition above, depending on the function.
     let platform = format!("{}/platform/caches:v0.1.0", registry.host);
     let meta = format!(
-        "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: caches\nspec:\n  dependsOn:\n  - function: {function_source}\n    version: \">=v0.1.0\"\n  - provider: xpkg.crossplane.io/crossplane-contrib/provider-nop\n    version: \">=v0.5.0\"\n"
+        "apiVersion: meta.pkg.crossplane.io/v1\nkind: Configuration\nmetadata:\n  name: caches\nspec:\n  dependsOn:\n  - function: {function_source}\n    version: \">=v0.1.0\"\n"
     );
     push_stream(&platform, &format!("{meta}---\n{XRD}---\n{COMPOSITION}"));
 
     let mut server = Server::start();
     server.apply(&configuration("caches", &platform));
     server.kubectl(&["wait", "--for=condition=Healthy", "configuration/caches", "--timeout=90s"]);
-    server.kubectl(&["wait", "--for=condition=Healthy", "function/fns-function-pt", "provider/crossplane-contrib-provider-nop", "--timeout=90s"]);
+    server.kubectl(&["wait", "--for=condition=Healthy", "function/fns-function-pt", "--timeout=90s"]);
+    // The resolver installs what the function's Lock entry depends on once the function is in.
+    crate::support::within(std::time::Duration::from_secs(60), "the function's dependency to be installed", || server.get(&["provider", "crossplane-contrib-provider-nop"]).is_some());
+    server.kubectl(&["wait", "--for=condition=Healthy", "provider/crossplane-contrib-provider-nop", "--timeout=90s"]);
     let function = server.get(&["function", "fns-function-pt"]).unwrap();
     assert_eq!(function["spec"]["package"], format!("{function_source}:v0.1.0").as_str());
     let revision = server.get(&["functionrevision", function["status"]["currentRevision"].as_str().unwrap()]).unwrap();
@@ -100,6 +104,9 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     assert_eq!(condition(&revision, "RuntimeHealthy").unwrap()["status"], "True");
     let lock = server.get(&["lock", "lock"]).unwrap();
     assert_eq!(lock["packages"].as_array().unwrap().len(), 3, "{lock}");
+    let entry = lock["packages"].as_array().unwrap().iter().find(|p| p["source"] == function_source.as_str()).unwrap();
+    assert_eq!(entry["dependencies"][0]["package"], "xpkg.crossplane.io/crossplane-contrib/provider-nop", "{lock}");
+    assert_eq!(entry["dependencies"][0]["constraints"], ">=v0.5.0", "{lock}");
 
     server.kubectl(&["wait", "--for=condition=Established", "xrd/caches.pulled.example.org", "--timeout=60s"]);
     server.apply("apiVersion: pulled.example.org/v1\nkind: Cache\nmetadata: {name: shared, namespace: default}\nspec: {size: large}\n");
@@ -169,10 +176,14 @@ fn function_processes_under(dir: &Path) -> Vec<u32> {
 }
 
 /// Builds (in `dir`) and pushes to `reference` a Function package whose runtime runs
-/// oxplane's own function server for function-patch-and-transform.
-fn push_function(dir: &Path, reference: &str) {
+/// oxplane's own function server for function-patch-and-transform, depending on `depends_on`
+/// (a YAML list of `dependsOn` entries).
+fn push_function(dir: &Path, reference: &str, depends_on: &str) {
     let package = dir.join("function");
-    write(&package.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {name: function-pt}\nspec: {capabilities: [composition]}\n");
+    write(
+        &package.join("crossplane.yaml"),
+        &format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {{name: function-pt}}\nspec: {{capabilities: [composition], dependsOn: {depends_on}}}\n"),
+    );
     let program = dir.join("rootfs/usr/local/bin/function");
     write(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")));
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -199,7 +210,7 @@ fn pull_package_prefixes_turn_the_built_in_off_for_those_packages() {
     let dir = tempfile::tempdir().unwrap();
     let source = format!("{}/real/function-patch-and-transform", registry.host);
     for tag in ["v0.1.0", "v0.2.0"] {
-        push_function(dir.path(), &format!("{source}:{tag}"));
+        push_function(dir.path(), &format!("{source}:{tag}"), "[]");
     }
     let platform = format!("{}/real/platform:v0.1.0", registry.host);
     push_stream(

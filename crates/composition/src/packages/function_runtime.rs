@@ -28,6 +28,7 @@ use oxplane_xpkg::fetch::Cache;
 use oxplane_xpkg::meta::PackageType;
 use serde_json::Value;
 
+use super::configurations::dependencies::Dependency;
 use super::function_revision_kind;
 use super::process::{Down, Process, down_now, supervise};
 use super::runtime_image::RuntimeImage;
@@ -38,6 +39,7 @@ struct Running {
     revision: String,
     address: String,
     capabilities: Vec<String>,
+    dependencies: Vec<Dependency>,
     /// Why the process is down now (none while it runs).
     down: Down,
     /// Dropped (or sent `true`) to stop the process.
@@ -77,6 +79,11 @@ impl FunctionRuntimes {
         FunctionRuntimes { kube, cache: Cache::new(cache_dir), dir, ca_dir, running: Mutex::new(HashMap::new()), no_sandbox }
     }
 
+    /// What a running Function's package depends on.
+    pub fn dependencies(&self, name: &str) -> Vec<Dependency> {
+        self.lock().get(name).map(|r| r.dependencies.clone()).unwrap_or_default()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
         self.running.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -105,6 +112,7 @@ impl FunctionRuntimes {
         if capabilities.is_empty() {
             capabilities.push("composition".into());
         }
+        let dependencies = image.dependencies.clone();
         let (program, mut args) = image.argv(reference, &[])?;
         let certs = self.dir.join("tls").join(revision);
         let ca = CertificateAuthority::load_or_create(&self.ca_dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
@@ -133,7 +141,7 @@ impl FunctionRuntimes {
         let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log, sandbox };
         tokio::spawn(supervise(process, down.clone(), stopped, Arc::new(|| {})));
         tracing::info!(function = %name, revision = %revision, address = %address, "started the function's process");
-        let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, down: down.clone(), _stop: stop };
+        let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, dependencies, down: down.clone(), _stop: stop };
         self.lock().insert(name, running);
         Ok(Started { address, down: down_now(&down) })
     }

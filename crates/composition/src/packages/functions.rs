@@ -283,6 +283,10 @@ impl Installer for FunctionInstaller {
         self.registry.unregister(object::name(package).unwrap_or_default());
     }
 
+    fn dependencies(&self, package: &Value) -> Vec<super::configurations::dependencies::Dependency> {
+        self.runtimes.as_ref().map(|r| r.dependencies(object::name(package).unwrap_or_default())).unwrap_or_default()
+    }
+
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
         let endpoint = match placement(package) {

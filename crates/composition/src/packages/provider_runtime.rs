@@ -52,6 +52,7 @@ use serde_json::{Map, Value, json};
 use super::process::{Down, Process, down_now, supervise};
 use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
+use super::configurations::dependencies::Dependency;
 use super::runtime_image::RuntimeImage;
 use super::sandbox::Sandbox;
 
@@ -257,6 +258,11 @@ impl ProviderRuntimes {
         if self.lock().remove(name).is_some() {
             tracing::info!(provider = name, "stopped the provider's process");
         }
+    }
+
+    /// What a pulled Provider's package depends on.
+    pub fn dependencies(&self, name: &str) -> Vec<Dependency> {
+        self.lock().get(name).map(|i| i.image.dependencies.clone()).unwrap_or_default()
     }
 
     /// The revision status of a pulled Provider: `objectRefs` and `capabilities`.

@@ -337,6 +337,14 @@ impl Installer for ProviderInstaller {
         }
     }
 
+    fn dependencies(&self, package: &Value) -> Vec<super::configurations::dependencies::Dependency> {
+        let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
+        match &self.pulled {
+            Some(pulled) if self.builtin(reference).is_none() => pulled.dependencies(object::name(package).unwrap_or_default()),
+            _ => Vec::new(),
+        }
+    }
+
     fn revision_status(&self, package: &Value) -> Map<String, Value> {
         let reference = package.pointer("/spec/package").and_then(Value::as_str).unwrap_or_default();
         if self.builtin(reference).is_none()

@@ -68,6 +68,11 @@ pub trait Installer: Send + Sync + 'static {
     /// Stops the package's runtime while no revision of it is active, keeping what it
     /// installed (an inactive revision runs nothing, as Crossplane's runs no Deployment).
     async fn deactivate(&self, package: &Value);
+    /// What the installed package's meta object declares in `dependsOn` (built-ins: nothing),
+    /// for its Lock entry: the resolver installs what no entry provides.
+    fn dependencies(&self, _package: &Value) -> Vec<super::configurations::dependencies::Dependency> {
+        Vec::new()
+    }
     /// Extra status fields of the revision (e.g. `objectRefs`, `endpoint`).
     fn revision_status(&self, package: &Value) -> Map<String, Value>;
 }
@@ -195,13 +200,16 @@ impl PackageReconciler {
             Ok(Progress::RuntimeDown(why)) => Condition::new("RuntimeHealthy", "False", "UnhealthyPackageRevision").with_message(why),
             _ => Condition::new("RuntimeHealthy", &revision_healthy.status, &revision_healthy.reason).with_message(revision_healthy.message.clone()),
         };
+        // A revision that skips dependency resolution lists no dependencies in the Lock.
+        let skip = revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) == Some(true);
         self.write_revision_status(revision, revision_healthy, runtime_healthy, package).await?;
         if outcome == Ok(Progress::Installed) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
             // The entry lets the resolver see the package installed and other packages'
-            // constraints be checked against its version. Built-ins declare no dependencies;
-            // a pulled Function's `dependsOn` is not read yet.
-            let entry = super::lock::entry(&revision_name, &self.installer.package_kind().gvk.kind, &reference, &[]);
+            // constraints be checked against its version, and the resolver install what it
+            // depends on.
+            let dependencies = if skip { Vec::new() } else { self.installer.dependencies(package) };
+            let entry = super::lock::entry(&revision_name, &self.installer.package_kind().gvk.kind, &reference, &dependencies);
             super::lock::upsert(&self.kube, entry).await.map_err(ReconcileError::new)?;
         }
         Ok(match outcome {

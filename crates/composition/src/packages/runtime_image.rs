@@ -10,6 +10,7 @@ use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
 use oxplane_xpkg::meta::{Package, PackageType};
 use serde_json::Value;
 
+use super::configurations::dependencies::Dependency;
 use super::image_configs;
 use super::process::program_in;
 
@@ -25,6 +26,8 @@ pub(super) struct RuntimeImage {
     pub cmd: Vec<String>,
     /// The image config's `Env` (`KEY=VALUE`).
     pub env: Vec<String>,
+    /// What the meta object's `dependsOn` declares (the resolver installs what is missing).
+    pub dependencies: Vec<Dependency>,
 }
 
 impl RuntimeImage {
@@ -41,6 +44,7 @@ impl RuntimeImage {
             .map_err(|e| format!("cannot parse package: {e}"))?
             .validate(expected)
             .map_err(|e| format!("validating package contents failed: {e}"))?;
+        let dependencies = super::configurations::dependencies::dependencies(&parsed.meta).map_err(|e| format!("cannot resolve package dependencies: {e}"))?;
         let root = dir.join("rootfs").join(fetched.digest.trim_start_matches("sha256:"));
         if !root.exists() {
             oxplane_xpkg::rootfs::unpack(&fetched.image, &root).map_err(|e| format!("cannot unpack the image of {reference}: {e}"))?;
@@ -49,7 +53,7 @@ impl RuntimeImage {
         let strings = |pointer: &str| -> Vec<String> {
             config.pointer(pointer).and_then(Value::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
         };
-        Ok(RuntimeImage { parsed, root, entrypoint: strings("/config/Entrypoint"), cmd: strings("/config/Cmd"), env: strings("/config/Env") })
+        Ok(RuntimeImage { parsed, root, entrypoint: strings("/config/Entrypoint"), cmd: strings("/config/Cmd"), env: strings("/config/Env"), dependencies })
     }
 
     /// The program and its arguments, as Kubernetes runs a container: the image's `Entrypoint`
