@@ -257,3 +257,44 @@ fn function_process(server: u32) -> u32 {
         .find(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("function-patch-and-transform")))
         .unwrap_or(0)
 }
+
+/// A slow pull of a Function's image says how far it got while it runs, on the Function's
+/// `Installed=False/UnpackingPackage` (as a Configuration's does) and in the log; once pulled,
+/// the function runs.
+#[test]
+fn a_slow_function_pull_reports_its_progress() {
+    use oxplane_xpkg::registry::{Credentials, push};
+    let registry = Registry::shared();
+    let dir = tempfile::tempdir().unwrap();
+    push_function(dir.path(), &format!("{}/slow/function-pt:v0.0.1", registry.host), "[]");
+    let built = oxplane_xpkg::layout::read(&dir.path().join("function-pt.xpkg")).unwrap();
+    let image = oxplane_xpkg::testing::with_large_layer(&built, 12 << 20);
+    tokio::runtime::Runtime::new().unwrap().block_on(push(&image, &format!("{}/slow/function-pt:v0.1.0", registry.host), &Credentials::Anonymous)).unwrap();
+    // Pulled through a proxy that sends 3 MiB a second: about four seconds.
+    let slow = oxplane_xpkg::testing::throttled_proxy(&registry.host, 3 << 20);
+    let reference = format!("{slow}/slow/function-pt:v0.1.0");
+
+    let server = Server::start();
+    server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata: {{name: slow-pt}}\nspec: {{package: \"{reference}\"}}\n"));
+    let prefix = format!("pulling package {reference}: ");
+    let mut seen: Vec<String> = Vec::new();
+    crate::support::within(std::time::Duration::from_secs(60), "a report of the pull under way", || {
+        let installed = server.get(&["function", "slow-pt"]).and_then(|f| condition(&f, "Installed")).unwrap_or_default();
+        if installed["reason"] == "UnpackingPackage" && installed["status"] == "False" {
+            seen.push(installed["message"].as_str().unwrap_or_default().to_string());
+        }
+        // `X MiB of Y MiB, 0 of N layers` with 0 < X < 12: the large layer is arriving.
+        seen.iter().any(|m| {
+            let Some(rest) = m.strip_prefix(&prefix) else { return false };
+            let received: f64 = rest.split(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
+            rest.contains(" MiB, 0 of ") && received > 0.0 && received < 12.0
+        })
+    });
+    for message in &seen {
+        assert!(message.starts_with(&prefix) && message.ends_with(" layers"), "{message}");
+    }
+    server.kubectl(&["wait", "--for=condition=Healthy", "function/slow-pt", "--timeout=90s"]);
+    let installed = condition(&server.get(&["function", "slow-pt"]).unwrap(), "Installed").unwrap();
+    assert_eq!(installed["reason"], "ActivePackageRevision");
+    assert!(server.log().contains(&prefix), "the progress is in the log");
+}

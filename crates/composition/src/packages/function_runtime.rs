@@ -100,13 +100,13 @@ impl FunctionRuntimes {
 
     /// Makes the Function's process run for the revision of `reference`: pulled, unpacked and
     /// started when it is not running yet (a process of another revision is stopped first).
-    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str) -> Result<Started, String> {
+    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Started, String> {
         let name = object::name(package).unwrap_or_default().to_string();
         if let Some(running) = self.lock().get(&name).filter(|r| r.revision == revision) {
             return Ok(Started { address: running.address.clone(), down: down_now(&running.down) });
         }
         self.stop(&name);
-        let image = RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Function).await?;
+        let image = RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Function, pull).await?;
         let mut capabilities: Vec<String> =
             image.parsed.meta.pointer("/spec/capabilities").and_then(Value::as_array).into_iter().flatten().filter_map(|c| c.as_str().map(str::to_string)).collect();
         if capabilities.is_empty() {

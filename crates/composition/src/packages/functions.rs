@@ -166,12 +166,12 @@ impl FunctionInstaller {
     }
 
     /// Runs a pulled Function package's process and reaches it with mutual TLS.
-    async fn install_pulled(&self, package: &Value, reference: &str) -> Result<Option<String>, String> {
+    async fn install_pulled(&self, package: &Value, reference: &str, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Option<String>, String> {
         let name = object::name(package).unwrap_or_default();
         let Some(runtimes) = &self.runtimes else {
             return Err(format!("{reference:?} is not a built-in function, and this oxplane runs no function packages"));
         };
-        let started = runtimes.ensure(package, reference, &revision_name(name, reference)).await?;
+        let started = runtimes.ensure(package, reference, &revision_name(name, reference), pull).await?;
         match started.down.as_deref() {
             None => {}
             Some("starting") => return Ok(Some(format!("waiting for the function's process to start on {}", started.address))),
@@ -247,12 +247,12 @@ impl Installer for FunctionInstaller {
         placement(package) != Placement::Builtin || self.is_builtin(reference) || self.runtimes.is_some()
     }
 
-    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String> {
+    async fn install(&self, package: &Value, reference: &str, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default();
         match placement(package) {
             Placement::Insecure(address) => return self.install_remote(name, &address, false).await.map(Progress::from),
             Placement::MutualTls(address) => return self.install_remote(name, &address, true).await.map(Progress::from),
-            Placement::Builtin if !self.is_builtin(reference) => return self.install_pulled(package, reference).await.map(Progress::from),
+            Placement::Builtin if !self.is_builtin(reference) => return self.install_pulled(package, reference, pull).await.map(Progress::from),
             Placement::Builtin => {}
         }
         if let Some(runtimes) = &self.runtimes {

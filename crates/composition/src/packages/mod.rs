@@ -28,6 +28,7 @@ mod function_runtime;
 mod functions;
 pub mod image_configs;
 mod process;
+mod pull_progress;
 mod sandbox;
 mod provider_runtime;
 mod runtime_image;

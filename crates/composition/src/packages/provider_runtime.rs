@@ -281,14 +281,14 @@ impl ProviderRuntimes {
     /// runs its process: how far it got (its process down included, read once), `Err(why)`
     /// when it cannot. `owners` are the owner references of what
     /// the revision installs, the revision's controller reference first.
-    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, owners: Vec<Value>) -> Result<Progress, String> {
+    pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, owners: Vec<Value>, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default().to_string();
         let known = self.lock().get(&name).filter(|i| i.revision == revision).map(|i| i.image.clone());
         let image = match known {
             Some(image) => image,
             None => {
                 self.stop(&name);
-                let image = Arc::new(RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Provider).await?);
+                let image = Arc::new(RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Provider, pull).await?);
                 let object_refs = crds(&image).map(crate::mrd::object_ref).collect();
                 let capabilities = capabilities(&image);
                 let installed = Installed {

@@ -211,13 +211,13 @@ impl Installer for ProviderInstaller {
         self.builtin(reference).is_some() || self.pulled.is_some()
     }
 
-    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String> {
+    async fn install(&self, package: &Value, reference: &str, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Progress, String> {
         let name = object::name(package).unwrap_or_default();
         let Some(provider) = self.builtin(reference) else {
             if let Some(pulled) = &self.pulled {
                 let owners = self.owners(package, reference).await?;
                 // A package that cannot be pulled may have been meant as a built-in one.
-                return pulled.ensure(package, reference, &revision_name(name, reference), owners).await.map_err(|error| {
+                return pulled.ensure(package, reference, &revision_name(name, reference), owners, pull).await.map_err(|error| {
                     if error.starts_with("cannot unpack package: ") && self.sources.pulled_by(reference).is_none() { format!("{error}; built-in providers: {}", self.builtin_names().join(", ")) } else { error }
                 });
             }

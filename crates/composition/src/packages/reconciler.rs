@@ -19,6 +19,8 @@ use oxplane_runtime::watches::WatchEvent;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
+use oxplane_xpkg::registry::ProgressSender;
+
 use super::{FINALIZER_UNINSTALL, LABEL_PACKAGE};
 
 /// How far installing a package got.
@@ -59,8 +61,9 @@ pub trait Installer: Send + Sync + 'static {
     fn accepts(&self, _package: &Value, reference: &str) -> bool {
         self.builtin_names().contains(&package_name(reference))
     }
-    /// Installs the package (idempotent): how far it got, or why it cannot.
-    async fn install(&self, package: &Value, reference: &str) -> Result<Progress, String>;
+    /// Installs the package (idempotent): how far it got, or why it cannot. A pull of the
+    /// package's image sends its progress to `pull`.
+    async fn install(&self, package: &Value, reference: &str, pull: &ProgressSender) -> Result<Progress, String>;
     /// What keeps the package from being uninstalled (`Kind/name` of objects that need it).
     async fn uninstall_blockers(&self, package: &Value) -> Result<Vec<String>, String>;
     /// Uninstalls: `Ok(None)` once done, `Ok(Some(what))` while waiting.
@@ -170,7 +173,13 @@ impl PackageReconciler {
         if revision.pointer("/spec/desiredState").and_then(Value::as_str) != Some("Active") {
             return self.stay_inactive(package, &name, revision).await;
         }
-        let outcome = self.installer.install(package, &reference).await;
+        // A slow pull (of a package that is not built in) says how far it got meanwhile.
+        let (pull, pulled) = tokio::sync::watch::channel(oxplane_xpkg::registry::Progress::default());
+        let snapshot = package.clone();
+        let installing = self.installer.install(&snapshot, &reference, &pull);
+        let outcome = super::pull_progress::reporting(&self.kube, &self.installer.package_kind(), package, &reference, pulled, installing)
+            .await
+            .map_err(ReconcileError::new)?;
         // Only the runtime is down: the revision is healthy, its runtime not, and the package
         // says which, as Crossplane's package manager words it.
         let (healthy, revision_healthy) = match &outcome {

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use oxplane_runtime::client::Kube;
-use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch};
+use oxplane_xpkg::fetch::{Cache, PullPolicy, fetch_with_progress};
+use oxplane_xpkg::registry::ProgressSender;
 use oxplane_xpkg::meta::{Package, PackageType};
 use serde_json::Value;
 
@@ -31,14 +32,15 @@ pub(super) struct RuntimeImage {
 }
 
 impl RuntimeImage {
-    /// Pulls `reference` for `package` (a Provider or Function object) and unpacks it under
-    /// `dir`; errors are worded as Crossplane's package manager words them.
-    pub async fn pull(kube: &Kube, cache: &Cache, dir: &Path, package: &Value, reference: &str, expected: PackageType) -> Result<RuntimeImage, String> {
+    /// Pulls `reference` for `package` (a Provider or Function object), its progress sent to
+    /// `progress`, and unpacks it under `dir`; errors are worded as Crossplane's package
+    /// manager words them.
+    pub async fn pull(kube: &Kube, cache: &Cache, dir: &Path, package: &Value, reference: &str, expected: PackageType, progress: &ProgressSender) -> Result<RuntimeImage, String> {
         let configs = image_configs::list(kube).await.map_err(|e| format!("cannot unpack package: {e}"))?;
         let applied = image_configs::apply(&configs, reference);
         let credentials = image_configs::pull_credentials(kube, &image_configs::pull_secret_names(package, &applied), &applied.image).await?;
         let policy = PullPolicy::parse(package.pointer("/spec/packagePullPolicy").and_then(Value::as_str)).map_err(|e| e.to_string())?;
-        let fetched = fetch(&applied.image, &credentials, policy, cache).await.map_err(|e| format!("cannot unpack package: {e}"))?;
+        let fetched = fetch_with_progress(&applied.image, &credentials, policy, cache, Some(progress)).await.map_err(|e| format!("cannot unpack package: {e}"))?;
         let stream = fetched.image.package_yaml().map_err(|e| format!("cannot get package: {e}"))?;
         let parsed = oxplane_xpkg::meta::read(&stream)
             .map_err(|e| format!("cannot parse package: {e}"))?

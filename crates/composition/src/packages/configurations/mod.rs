@@ -42,9 +42,6 @@ use super::reconciler::{collect_revision_garbage, copied_spec_patch, create_revi
 
 pub use super::image_configs::PACKAGE_NAMESPACE;
 
-/// How often a slow pull's progress is reported.
-const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
-
 /// `Configuration`.
 pub fn configuration_kind() -> Kind {
     Kind::new("pkg.crossplane.io", "v1", "Configuration", "configurations", false)
@@ -217,49 +214,11 @@ impl ConfigurationReconciler {
         })
     }
 
-    /// Fetches the package; while a pull takes longer than a second, its progress (bytes and
-    /// layers) is the package's `Installed=False/UnpackingPackage` message (Crossplane's own
-    /// condition for a package being unpacked; it has none for progress, and the revision is
-    /// made only once the package is read, as Crossplane makes it) and a log line, each second.
-    /// The status the pull found is put back afterwards, so the reconcile's own write of the
-    /// outcome is never skipped as unchanged.
+    /// Fetches the package, its progress reported while the pull is slow (`pull_progress`).
     async fn fetch_reporting(&self, package: &mut Value, image: &str, credentials: &oxplane_xpkg::registry::Credentials, policy: PullPolicy) -> Result<Fetched, String> {
         let (sender, receiver) = tokio::sync::watch::channel(Progress::default());
         let pull = fetch_with_progress(image, credentials, policy, &self.cache, Some(&sender));
-        tokio::pin!(pull);
-        let mut ticks = tokio::time::interval(PROGRESS_INTERVAL);
-        ticks.tick().await;
-        let (name, kind) = (object::name(package).unwrap_or_default().to_string(), configuration_kind());
-        let mut shown: Option<Progress> = None;
-        let fetched = loop {
-            tokio::select! {
-                fetched = &mut pull => break fetched.map_err(|e| e.to_string()),
-                _ = ticks.tick() => {
-                    let progress = *receiver.borrow();
-                    if progress.total_layers == 0 || shown == Some(progress) {
-                        continue;
-                    }
-                    let message = format!("pulling package {image}: {}", progress.describe());
-                    tracing::info!(configuration = %name, "{message}");
-                    let mut reporting = package.clone();
-                    conditions::set(&mut reporting, Condition::new("Installed", "False", "UnpackingPackage").with_message(message));
-                    let patch = json!({"status": {"conditions": reporting.pointer("/status/conditions").cloned().unwrap_or(Value::Null)}});
-                    // A report that cannot be written is only a report: the pull goes on.
-                    if let Err(error) = self.kube.merge_patch_status(&kind, None, &name, &patch).await {
-                        tracing::debug!(configuration = %name, %error, "cannot report the pull's progress");
-                    }
-                    shown = Some(progress);
-                }
-            }
-        };
-        if shown.is_some() {
-            let restore = json!({"status": {"conditions": package.pointer("/status/conditions").cloned().unwrap_or(Value::Null)}});
-            let restored = self.kube.merge_patch_status(&kind, None, &name, &restore).await.map_err(|e| format!("cannot update the package's status: {e}"))?;
-            if let Some(version) = restored.pointer("/metadata/resourceVersion") {
-                package["metadata"]["resourceVersion"] = version.clone();
-            }
-        }
-        fetched
+        super::pull_progress::reporting(&self.kube, &configuration_kind(), package, image, receiver, pull).await?.map_err(|e| e.to_string())
     }
 
     /// The revision for this digest, created when missing (numbered after the highest).
