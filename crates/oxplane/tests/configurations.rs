@@ -269,7 +269,9 @@ fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
     assert_eq!(revision["metadata"]["annotations"]["meta.crossplane.io/maintainer"], "oxplane examples");
     server.kubectl(&["wait", "--for=condition=Established", "xrd/apps.example.org", "--timeout=60s"]);
     server.kubectl(&["apply", "-f", &example("getting-started/04-app.yaml")]);
-    server.kubectl(&["wait", "--for=condition=Ready", "app/my-app", "--timeout=60s"]);
+    // A second App pinned to the composition revision it starts with (`Manual`).
+    server.apply("apiVersion: example.org/v1\nkind: App\nmetadata: {name: pinned-app, namespace: default}\nspec:\n  size: medium\n  crossplane: {compositionUpdatePolicy: Manual}\n");
+    server.kubectl(&["wait", "--for=condition=Ready", "app/my-app", "app/pinned-app", "-n", "default", "--timeout=60s"]);
 
     // Version 2 under Manual activation: a new revision, inactive; nothing changes yet.
     server.kubectl(&["patch", "configuration", "upgrades", "--type=merge", "-p",
@@ -300,6 +302,13 @@ fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
     let controllers: Vec<&str> = owners.as_array().unwrap().iter().filter(|o| o["controller"] == true).map(|o| o["name"].as_str().unwrap()).collect();
     assert_eq!(controllers, [second.as_str()], "{owners}");
     within(Duration::from_secs(60), "the App composed by version 2", || server.get(&["app", "my-app"]).unwrap()["status"]["databaseSize"] == "db.t3.xlarge");
+    // The pinned App stays on the composition revision of version 1 (the App above was
+    // composed by version 2 after it, so it had its chance to move).
+    let pinned = server.get(&["app", "pinned-app", "-n", "default"]).unwrap();
+    assert_eq!(pinned["status"]["databaseSize"], "db.t3.medium", "{pinned}");
+    let followed = server.get(&["app", "my-app", "-n", "default"]).unwrap();
+    let reference = |app: &Value| app["spec"]["crossplane"]["compositionRevisionRef"]["name"].as_str().unwrap_or_default().to_string();
+    assert!(!reference(&pinned).is_empty() && reference(&pinned) != reference(&followed), "{pinned}\n{followed}");
 
     // Back to version 1, automatically: its revision is active again and numbered highest;
     // with revisionHistoryLimit 1 both revisions are kept.
@@ -311,7 +320,7 @@ fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
     within(Duration::from_secs(60), "the App composed by version 1", || server.get(&["app", "my-app"]).unwrap()["status"]["databaseSize"] == "db.t3.medium");
 
     // Deleting the Configuration removes its revisions and what they installed.
-    server.kubectl(&["delete", "app", "my-app", "-n", "default", "--timeout=60s"]);
+    server.kubectl(&["delete", "app", "my-app", "pinned-app", "-n", "default", "--timeout=60s"]);
     server.kubectl(&["delete", "configuration", "upgrades", "--timeout=60s"]);
     within(Duration::from_secs(60), "the XRD and Composition gone", || server.get(&["xrd", "apps.example.org"]).is_none() && server.get(&["composition", "apps"]).is_none());
     // (An empty list is printed as nothing with --ignore-not-found.)
