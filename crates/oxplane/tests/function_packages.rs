@@ -135,6 +135,28 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     let log = server.dir().join("runtimes/functions/logs").join(format!("{}.log", revision["metadata"]["name"].as_str().unwrap()));
     let output = std::fs::read_to_string(&log).unwrap();
     assert!(output.contains("serving function-patch-and-transform on 0.0.0.0:9443 (mutual TLS)"), "{output}");
+    // Its dependency is counted found and installed (healthy) on its revision, as Crossplane's
+    // DEP-FOUND and DEP-INSTALLED columns show them.
+    let revision_name = revision["metadata"]["name"].as_str().unwrap().to_string();
+    crate::support::within(std::time::Duration::from_secs(90), "the function's dependency counted installed", || {
+        server.get(&["functionrevision", &revision_name]).is_some_and(|r| (r["status"]["foundDependencies"].as_i64(), r["status"]["installedDependencies"].as_i64()) == (Some(1), Some(1)))
+    });
+
+    // A function whose dependency no registry has: it waits, saying which, and runs nothing.
+    let needy_dir = tempfile::tempdir().unwrap();
+    let absent = format!("{}/absent/provider-gone", registry.host);
+    let needy = format!("{}/fns/function-needy:v0.1.0", registry.host);
+    push_function(needy_dir.path(), &needy, &format!("[{{provider: {absent}, version: \">=v1.0.0\"}}]"));
+    server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata: {{name: needy}}\nspec: {{package: \"{needy}\"}}\n"));
+    let healthy = crate::configurations::wait_condition(&server, "function/needy", "Healthy", |c| c["status"] == "False");
+    let expected = format!("cannot resolve package dependencies: missing dependencies: \"{absent}\" (>=v1.0.0)");
+    assert!(healthy["message"].as_str().unwrap_or_default().contains(&expected), "{healthy}");
+    let needy_revision = server.get(&["function", "needy"]).unwrap()["status"]["currentRevision"].as_str().unwrap().to_string();
+    let needy_revision = server.get(&["functionrevision", &needy_revision]).unwrap();
+    assert_eq!(needy_revision["status"]["foundDependencies"], 0, "{needy_revision}");
+    assert!(needy_revision["status"].get("endpoint").is_none(), "no process runs for it: {needy_revision}");
+    let lock = server.get(&["lock", "lock"]).unwrap();
+    assert!(lock.to_string().contains(&absent), "its Lock entry names what it waits for: {lock}");
 
     // oxplane killed with SIGKILL: its function process does not outlive it (nothing of the
     // old run keeps serving, or holds its port), and the next start runs exactly one again.

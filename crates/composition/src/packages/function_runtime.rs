@@ -28,10 +28,10 @@ use oxplane_xpkg::fetch::Cache;
 use oxplane_xpkg::meta::PackageType;
 use serde_json::Value;
 
-use super::configurations::dependencies::Dependency;
+use super::configurations::dependencies::{Dependency, check};
 use super::function_revision_kind;
 use super::process::{Down, Process, down_now, supervise};
-use super::runtime_image::RuntimeImage;
+use super::runtime_image::{Dependencies, RuntimeImage};
 use super::sandbox::Sandbox;
 
 /// What a running function process is known by.
@@ -39,7 +39,6 @@ struct Running {
     revision: String,
     address: String,
     capabilities: Vec<String>,
-    dependencies: Vec<Dependency>,
     /// Why the process is down now (none while it runs).
     down: Down,
     /// Dropped (or sent `true`) to stop the process.
@@ -62,6 +61,8 @@ pub struct FunctionRuntimes {
     dir: PathBuf,
     ca_dir: PathBuf,
     running: Mutex<HashMap<String, Running>>,
+    /// What each pulled Function depends on, as last checked (kept while it waits for them).
+    dependencies: Mutex<HashMap<String, Dependencies>>,
     /// Why processes share oxplane's network (none: each gets a namespace of its own).
     no_sandbox: Option<String>,
 }
@@ -76,12 +77,23 @@ impl FunctionRuntimes {
         if let Some(why) = &no_sandbox {
             tracing::warn!(%why, "function processes share oxplane's network: each is given its port with --address");
         }
-        FunctionRuntimes { kube, cache: Cache::new(cache_dir), dir, ca_dir, running: Mutex::new(HashMap::new()), no_sandbox }
+        FunctionRuntimes { kube, cache: Cache::new(cache_dir), dir, ca_dir, running: Mutex::new(HashMap::new()), dependencies: Mutex::new(HashMap::new()), no_sandbox }
     }
 
     /// What a running Function's package depends on.
     pub fn dependencies(&self, name: &str) -> Vec<Dependency> {
-        self.lock().get(name).map(|r| r.dependencies.clone()).unwrap_or_default()
+        self.checked().get(name).map(|d| d.wanted.clone()).unwrap_or_default()
+    }
+
+    /// `status.foundDependencies` and `installedDependencies` of a pulled Function's revision.
+    pub fn dependency_status(&self, name: &str, status: &mut serde_json::Map<String, Value>) {
+        if let Some(dependencies) = self.checked().get(name) {
+            dependencies.write_status(status);
+        }
+    }
+
+    fn checked(&self) -> std::sync::MutexGuard<'_, HashMap<String, Dependencies>> {
+        self.dependencies.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
@@ -96,14 +108,21 @@ impl FunctionRuntimes {
     /// Stops a Function's process, if it runs.
     pub fn stop(&self, name: &str) {
         self.lock().remove(name);
+        self.checked().remove(name);
     }
 
     /// Makes the Function's process run for the revision of `reference`: pulled, unpacked and
     /// started when it is not running yet (a process of another revision is stopped first).
     pub async fn ensure(&self, package: &Value, reference: &str, revision: &str, pull: &oxplane_xpkg::registry::ProgressSender) -> Result<Started, String> {
         let name = object::name(package).unwrap_or_default().to_string();
-        if let Some(running) = self.lock().get(&name).filter(|r| r.revision == revision) {
-            return Ok(Started { address: running.address.clone(), down: down_now(&running.down) });
+        let running = self.lock().get(&name).filter(|r| r.revision == revision).map(|r| Started { address: r.address.clone(), down: down_now(&r.down) });
+        if let Some(started) = running {
+            // Its dependencies are counted again (one may have turned healthy, or gone).
+            let wanted = self.dependencies(&name);
+            let resolution = check(&self.kube, &wanted).await?;
+            let blocked = resolution.error();
+            self.checked().insert(name.clone(), Dependencies { wanted, resolution });
+            return blocked.map_or(Ok(started), Err);
         }
         self.stop(&name);
         let image = RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Function, pull).await?;
@@ -112,7 +131,14 @@ impl FunctionRuntimes {
         if capabilities.is_empty() {
             capabilities.push("composition".into());
         }
-        let dependencies = image.dependencies.clone();
+        // Nothing runs while a dependency is missing or refused; the Lock entry the package
+        // reconciler writes meanwhile lets the resolver install it.
+        let dependencies = image.dependencies(&self.kube, package).await?;
+        let blocked = dependencies.resolution.error();
+        self.checked().insert(name.clone(), dependencies);
+        if let Some(error) = blocked {
+            return Err(error);
+        }
         let (program, mut args) = image.argv(reference, &[])?;
         let certs = self.dir.join("tls").join(revision);
         let ca = CertificateAuthority::load_or_create(&self.ca_dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
@@ -141,7 +167,7 @@ impl FunctionRuntimes {
         let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log, sandbox };
         tokio::spawn(supervise(process, down.clone(), stopped, Arc::new(|| {})));
         tracing::info!(function = %name, revision = %revision, address = %address, "started the function's process");
-        let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, dependencies, down: down.clone(), _stop: stop };
+        let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, down: down.clone(), _stop: stop };
         self.lock().insert(name, running);
         Ok(Started { address, down: down_now(&down) })
     }

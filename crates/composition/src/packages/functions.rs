@@ -298,6 +298,9 @@ impl Installer for FunctionInstaller {
             Placement::Insecure(_) | Placement::MutualTls(_) => REMOTE_CAPABILITIES,
         };
         let mut status = Map::new();
+        if let Some(runtimes) = &self.runtimes {
+            runtimes.dependency_status(object::name(package).unwrap_or_default(), &mut status);
+        }
         if let Some((address, capabilities)) = self.runtimes.as_ref().and_then(|r| r.status(object::name(package).unwrap_or_default())) {
             status.insert("endpoint".into(), json!(address));
             status.insert("capabilities".into(), json!(capabilities));

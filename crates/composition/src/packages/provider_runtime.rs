@@ -53,7 +53,7 @@ use super::process::{Down, Process, down_now, supervise};
 use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::configurations::dependencies::Dependency;
-use super::runtime_image::RuntimeImage;
+use super::runtime_image::{Dependencies, RuntimeImage};
 use super::sandbox::Sandbox;
 
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
@@ -78,6 +78,8 @@ struct Installed {
     object_refs: Vec<Value>,
     /// `spec.capabilities` of the package's meta object (`status.capabilities` of the revision).
     capabilities: Vec<String>,
+    /// What the package depends on, as last checked.
+    dependencies: Dependencies,
     /// Free ports of 127.0.0.1 given to the process for its webhook server and metrics.
     webhook_port: u16,
     metrics_port: u16,
@@ -262,10 +264,11 @@ impl ProviderRuntimes {
 
     /// What a pulled Provider's package depends on.
     pub fn dependencies(&self, name: &str) -> Vec<Dependency> {
-        self.lock().get(name).map(|i| i.image.dependencies.clone()).unwrap_or_default()
+        self.lock().get(name).map(|i| i.dependencies.wanted.clone()).unwrap_or_default()
     }
 
-    /// The revision status of a pulled Provider: `objectRefs` and `capabilities`.
+    /// The revision status of a pulled Provider: `objectRefs`, `capabilities` and the
+    /// dependency counts.
     pub fn revision_status(&self, name: &str) -> Option<Map<String, Value>> {
         let installed = self.lock();
         let installed = installed.get(name)?;
@@ -274,6 +277,7 @@ impl ProviderRuntimes {
         if !installed.capabilities.is_empty() {
             status.insert("capabilities".into(), json!(installed.capabilities));
         }
+        installed.dependencies.write_status(&mut status);
         Some(status)
     }
 
@@ -296,6 +300,7 @@ impl ProviderRuntimes {
                     image: image.clone(),
                     object_refs,
                     capabilities,
+                    dependencies: Dependencies::default(),
                     webhook_port: free_port()?,
                     metrics_port: free_port()?,
                     process: None,
@@ -304,6 +309,16 @@ impl ProviderRuntimes {
                 image
             }
         };
+        // Nothing is installed while a dependency is missing or refused; the Lock entry the
+        // package reconciler writes meanwhile lets the resolver install it.
+        let dependencies = image.dependencies(&self.kube, package).await?;
+        let blocked = dependencies.resolution.error();
+        if let Some(installed) = self.lock().get_mut(&name) {
+            installed.dependencies = dependencies;
+        }
+        if let Some(error) = blocked {
+            return Err(error);
+        }
         let controller = owners.first().cloned().ok_or_else(|| format!("cannot find the active ProviderRevision {revision}"))?;
         let ca = CertificateAuthority::load_or_create(&self.ca_dir).map_err(|e| format!("cannot load oxplane's certificate authority: {e}"))?;
         let certs = self.dir.join("tls").join(revision);

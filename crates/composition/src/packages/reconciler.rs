@@ -86,6 +86,8 @@ pub struct PackageReconciler {
     installer: Arc<dyn Installer>,
     recorder: EventRecorder,
     sources: super::PackageSources,
+    /// Packages waiting on their dependencies, woken when one changes.
+    waiters: super::configurations::dependencies::Waiters,
 }
 
 /// The revision name of a package reference: `<package>-<12 hex of its sha256>`.
@@ -108,7 +110,7 @@ impl PackageReconciler {
     /// A reconciler for the installer's package kind.
     pub fn new(kube: Kube, installer: Arc<dyn Installer>) -> Self {
         let recorder = EventRecorder::new(kube.clone(), &format!("packages/{}.pkg.crossplane.io", installer.noun()));
-        PackageReconciler { kube, installer, recorder, sources: super::PackageSources::default() }
+        PackageReconciler { kube, installer, recorder, sources: super::PackageSources::default(), waiters: Default::default() }
     }
 
     /// Refuses references `sources` says are pulled when the installer pulls no packages.
@@ -209,15 +211,17 @@ impl PackageReconciler {
             Ok(Progress::RuntimeDown(why)) => Condition::new("RuntimeHealthy", "False", "UnhealthyPackageRevision").with_message(why),
             _ => Condition::new("RuntimeHealthy", &revision_healthy.status, &revision_healthy.reason).with_message(revision_healthy.message.clone()),
         };
-        // A revision that skips dependency resolution lists no dependencies in the Lock.
-        let skip = revision.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) == Some(true);
         self.write_revision_status(revision, revision_healthy, runtime_healthy, package).await?;
         if outcome == Ok(Progress::Installed) {
             self.retire_old_revisions(package, &name, &revision_name).await?;
-            // The entry lets the resolver see the package installed and other packages'
-            // constraints be checked against its version, and the resolver install what it
-            // depends on.
-            let dependencies = if skip { Vec::new() } else { self.installer.dependencies(package) };
+        }
+        // The entry lets the resolver see the package installed and other packages'
+        // constraints be checked against its version; a pulled package's dependencies are in
+        // it as soon as they are read, installed or not, so the resolver installs what it waits
+        // for (as Crossplane's revision adds itself to the Lock before resolving).
+        let dependencies = self.installer.dependencies(package);
+        self.waiters.set(&name, &dependencies);
+        if outcome == Ok(Progress::Installed) || !dependencies.is_empty() {
             let entry = super::lock::entry(&revision_name, &self.installer.package_kind().gvk.kind, &reference, &dependencies);
             super::lock::upsert(&self.kube, entry).await.map_err(ReconcileError::new)?;
         }
@@ -461,7 +465,10 @@ pub fn start_controller(runtime: &Runtime, installer: Arc<dyn Installer>, source
     let name = format!("packages/{}.pkg.crossplane.io", installer.noun());
     let (package_kind, revision_kind) = (installer.package_kind(), installer.revision_kind());
     let reconciler = Arc::new(PackageReconciler::new(runtime.kube.clone(), installer).with_sources(sources));
+    let waiters = reconciler.waiters.clone();
     let controller = Controller::start(ControllerConfig::new(name), reconciler, runtime.metrics.clone());
+    // A dependency installed, upgraded or become healthy wakes the packages that need it.
+    waiters.watch(runtime, &controller);
     runtime.watches.kinds().insert(package_kind.clone());
     runtime.watches.kinds().insert(revision_kind.clone());
     controller.watch_own(&runtime.watches, &package_kind.gvk, spec_or_metadata_changed);

@@ -11,7 +11,7 @@ use oxplane_xpkg::registry::ProgressSender;
 use oxplane_xpkg::meta::{Package, PackageType};
 use serde_json::Value;
 
-use super::configurations::dependencies::Dependency;
+use super::configurations::dependencies::{Dependency, Resolution, check, dependencies};
 use super::image_configs;
 use super::process::program_in;
 
@@ -28,7 +28,25 @@ pub(super) struct RuntimeImage {
     /// The image config's `Env` (`KEY=VALUE`).
     pub env: Vec<String>,
     /// What the meta object's `dependsOn` declares (the resolver installs what is missing).
-    pub dependencies: Vec<Dependency>,
+    pub depends_on: Vec<Dependency>,
+}
+
+/// What a pulled package depends on, and how that stands.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Dependencies {
+    /// Its `dependsOn` (none when the package skips dependency resolution).
+    pub wanted: Vec<Dependency>,
+    /// How they stand among the installed packages.
+    pub resolution: Resolution,
+}
+
+impl Dependencies {
+    /// `status.foundDependencies` and `installedDependencies` of the revision, as Crossplane
+    /// counts them.
+    pub fn write_status(&self, status: &mut serde_json::Map<String, Value>) {
+        status.insert("foundDependencies".into(), Value::from(self.resolution.found));
+        status.insert("installedDependencies".into(), Value::from(self.resolution.installed));
+    }
 }
 
 impl RuntimeImage {
@@ -46,7 +64,7 @@ impl RuntimeImage {
             .map_err(|e| format!("cannot parse package: {e}"))?
             .validate(expected)
             .map_err(|e| format!("validating package contents failed: {e}"))?;
-        let dependencies = super::configurations::dependencies::dependencies(&parsed.meta).map_err(|e| format!("cannot resolve package dependencies: {e}"))?;
+        let depends_on = dependencies(&parsed.meta).map_err(|e| format!("cannot resolve package dependencies: {e}"))?;
         let root = dir.join("rootfs").join(fetched.digest.trim_start_matches("sha256:"));
         if !root.exists() {
             oxplane_xpkg::rootfs::unpack(&fetched.image, &root).map_err(|e| format!("cannot unpack the image of {reference}: {e}"))?;
@@ -55,7 +73,17 @@ impl RuntimeImage {
         let strings = |pointer: &str| -> Vec<String> {
             config.pointer(pointer).and_then(Value::as_array).into_iter().flatten().filter_map(|v| v.as_str().map(str::to_string)).collect()
         };
-        Ok(RuntimeImage { parsed, root, entrypoint: strings("/config/Entrypoint"), cmd: strings("/config/Cmd"), env: strings("/config/Env"), dependencies })
+        Ok(RuntimeImage { parsed, root, entrypoint: strings("/config/Entrypoint"), cmd: strings("/config/Cmd"), env: strings("/config/Env"), depends_on })
+    }
+
+    /// What `package` (installing this image) depends on, checked against the installed
+    /// packages: nothing of the package is to be installed while one is missing or refused
+    /// (`Resolution::error`), as Crossplane's revisions wait for their dependencies.
+    pub async fn dependencies(&self, kube: &Kube, package: &Value) -> Result<Dependencies, String> {
+        let skip = package.pointer("/spec/skipDependencyResolution").and_then(Value::as_bool) == Some(true);
+        let wanted = if skip { Vec::new() } else { self.depends_on.clone() };
+        let resolution = check(kube, &wanted).await?;
+        Ok(Dependencies { wanted, resolution })
     }
 
     /// The program and its arguments, as Kubernetes runs a container: the image's `Entrypoint`

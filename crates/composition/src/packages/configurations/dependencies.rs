@@ -4,8 +4,110 @@
 //! constraint in the Masterminds syntax Crossplane uses: `>=v1.2.0`, `>= 1.2, < 2`,
 //! `^1.2 || ~2.1`, a bare version meaning exactly it).
 
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use oxplane_runtime::Runtime;
+use oxplane_runtime::client::Kube;
+use oxplane_runtime::controller::Controller;
+use oxplane_runtime::object::ObjectKey;
+use oxplane_runtime::watches::WatchEvent;
+use oxplane_runtime::conditions;
+use oxplane_runtime::kinds::Kind;
 use oxplane_xpkg::names::source;
 use serde_json::Value;
+
+/// Packages of one kind waiting on dependencies, by the dependency's source: a change of a
+/// package of that source (installed, upgraded, become healthy) wakes them, so their
+/// revisions' counts and health follow at once rather than at the next periodic reconcile.
+#[derive(Clone, Default)]
+pub struct Waiters(Arc<Mutex<HashMap<String, BTreeSet<String>>>>);
+
+impl Waiters {
+    /// The package `name` now depends on `wanted` (nothing: it waits for nothing).
+    pub fn set(&self, name: &str, wanted: &[Dependency]) {
+        let mut waiting = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (source, waiters) in waiting.iter_mut() {
+            if !wanted.iter().any(|d| &d.source == source) {
+                waiters.remove(name);
+            }
+        }
+        for dependency in wanted {
+            waiting.entry(dependency.source.clone()).or_default().insert(name.to_string());
+        }
+        waiting.retain(|_, waiters| !waiters.is_empty());
+    }
+
+    /// Wakes the waiters in `controller` whenever a Provider, Function or Configuration
+    /// changes.
+    pub fn watch(&self, runtime: &Runtime, controller: &Controller) {
+        for dependency_kind in [super::super::provider_kind(), super::super::function_kind(), super::configuration_kind()] {
+            let waiters = self.clone();
+            runtime.watches.kinds().insert(dependency_kind.clone());
+            controller.watch_mapped(&runtime.watches, &dependency_kind.gvk, move |event| {
+                let package = match event {
+                    WatchEvent::Applied { new, .. } => new,
+                    WatchEvent::Deleted(old) => old,
+                    WatchEvent::State(_) => return Vec::new(),
+                };
+                let Some(reference) = package.pointer("/spec/package").and_then(Value::as_str) else { return Vec::new() };
+                let waiting = waiters.0.lock().unwrap_or_else(|p| p.into_inner());
+                waiting.get(source(reference)).into_iter().flatten().map(|name| ObjectKey::new(None, name)).collect()
+            });
+        }
+    }
+}
+
+/// How a package's dependencies stand among the installed packages.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolution {
+    /// Dependencies found installed (`status.foundDependencies`).
+    pub found: usize,
+    /// Of those, the ones healthy (`status.installedDependencies`).
+    pub installed: usize,
+    /// `"SOURCE" (CONSTRAINT)` of each dependency not installed.
+    pub missing: Vec<String>,
+    /// Why each installed dependency's version is refused.
+    pub invalid: Vec<String>,
+}
+
+impl Resolution {
+    /// Crossplane's message for dependencies that keep the revision from installing, if any.
+    pub fn error(&self) -> Option<String> {
+        if !self.missing.is_empty() {
+            let shown: Vec<&str> = self.missing.iter().take(3).map(String::as_str).collect();
+            return Some(format!("cannot resolve package dependencies: missing dependencies: {}", shown.join(", ")));
+        }
+        (!self.invalid.is_empty()).then(|| format!("cannot resolve package dependencies: incompatible dependencies: {}", self.invalid.join("; ")))
+    }
+}
+
+/// Finds each of `wanted` among the installed packages of its kind (by source) and checks its
+/// installed version against the constraint.
+pub async fn check(kube: &Kube, wanted: &[Dependency]) -> Result<Resolution, String> {
+    let mut resolution = Resolution::default();
+    for dependency in wanted {
+        let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
+        let packages = kube.list(&kind, None, None).await.map_err(|e| format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind))?;
+        let found = packages.iter().find_map(|p| {
+            let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
+            (source(reference) == dependency.source).then_some((p, reference))
+        });
+        match found {
+            None => resolution.missing.push(format!("{:?} ({})", dependency.source, if dependency.constraint.is_empty() { "any version" } else { &dependency.constraint })),
+            Some((found, reference)) => {
+                resolution.found += 1;
+                let version = installed_version(reference);
+                if !satisfies(version, &dependency.constraint) {
+                    resolution.invalid.push(format!("existing package {}@{version} is incompatible with constraint {}", dependency.source, dependency.constraint));
+                } else if conditions::is_true(found, "Healthy") {
+                    resolution.installed += 1;
+                }
+            }
+        }
+    }
+    Ok(resolution)
+}
 
 /// One dependency of a package.
 #[derive(Clone, Debug, PartialEq, Eq)]

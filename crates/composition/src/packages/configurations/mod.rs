@@ -20,7 +20,7 @@
 pub mod dependencies;
 mod establish;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -52,10 +52,6 @@ pub fn configuration_revision_kind() -> Kind {
     Kind::new("pkg.crossplane.io", "v1", "ConfigurationRevision", "configurationrevisions", false)
 }
 
-/// Configurations waiting for dependencies, by the dependency's source: a change of a package
-/// of that source wakes them (the dependency installed, or become healthy).
-type Waiting = Arc<Mutex<HashMap<String, BTreeSet<String>>>>;
-
 /// `status.<key>` set to a non-empty array, or removed when `value` is empty.
 fn set_or_remove_status_field(object: &mut Value, key: &str, value: Value) {
     if value.as_array().is_some_and(|a| !a.is_empty()) {
@@ -70,7 +66,7 @@ pub struct ConfigurationReconciler {
     kube: Kube,
     cache: Cache,
     recorder: EventRecorder,
-    waiting: Waiting,
+    waiting: dependencies::Waiters,
     /// Every Configuration reconciled, for the ImageConfig watch to wake them all.
     known: Arc<Mutex<BTreeSet<String>>>,
 }
@@ -97,7 +93,7 @@ impl ConfigurationReconciler {
     /// A reconciler keeping pulled packages in `cache_dir`.
     pub fn new(kube: Kube, cache_dir: PathBuf) -> Self {
         let recorder = EventRecorder::new(kube.clone(), "packages/configuration.pkg.crossplane.io");
-        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder, waiting: Waiting::default(), known: Arc::default() }
+        ConfigurationReconciler { kube, cache: Cache::new(cache_dir), recorder, waiting: dependencies::Waiters::default(), known: Arc::default() }
     }
 
     async fn revisions(&self, name: &str) -> Result<Vec<Value>, ReconcileError> {
@@ -311,50 +307,12 @@ impl ConfigurationReconciler {
     /// Every `dependsOn` entry must be installed in a version its constraint allows; counts go
     /// to `status.foundDependencies` and `installedDependencies`.
     async fn resolve_dependencies(&self, name: &str, revision: &mut Value, wanted: &[dependencies::Dependency]) -> Result<(), Unhealthy> {
-        let (mut missing, mut invalid, mut installed) = (Vec::new(), Vec::new(), 0);
-        {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            for (source, waiters) in waiting.iter_mut() {
-                if !wanted.iter().any(|d| &d.source == source) {
-                    waiters.remove(name);
-                }
-            }
-            for dependency in wanted {
-                waiting.entry(dependency.source.clone()).or_default().insert(name.to_string());
-            }
-            waiting.retain(|_, waiters| !waiters.is_empty());
-        }
-        for dependency in wanted {
-            let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
-            let packages = self
-                .kube
-                .list(&kind, None, None)
-                .await
-                .map_err(|e| Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind)))?;
-            let found = packages.iter().find_map(|p| {
-                let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
-                (oxplane_xpkg::names::source(reference) == dependency.source).then_some((p, reference))
-            });
-            match found {
-                None => missing.push(format!("{:?} ({})", dependency.source, if dependency.constraint.is_empty() { "any version" } else { &dependency.constraint })),
-                Some((found, reference)) => {
-                    let version = dependencies::installed_version(reference);
-                    if !dependencies::satisfies(version, &dependency.constraint) {
-                        invalid.push(format!("existing package {}@{version} is incompatible with constraint {}", dependency.source, dependency.constraint));
-                    } else if conditions::is_true(found, "Healthy") {
-                        installed += 1;
-                    }
-                }
-            }
-        }
-        object::set_status_field(revision, "foundDependencies", json!(wanted.len() - missing.len()));
-        object::set_status_field(revision, "installedDependencies", json!(installed));
-        if !missing.is_empty() {
-            let shown: Vec<&String> = missing.iter().take(3).collect();
-            return Err(Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: missing dependencies: {}", shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", "))));
-        }
-        if !invalid.is_empty() {
-            return Err(Unhealthy::new("ResolveDependencies", format!("cannot resolve package dependencies: incompatible dependencies: {}", invalid.join("; "))));
+        self.waiting.set(name, wanted);
+        let resolution = dependencies::check(&self.kube, wanted).await.map_err(|e| Unhealthy::new("ResolveDependencies", e))?;
+        object::set_status_field(revision, "foundDependencies", json!(resolution.found));
+        object::set_status_field(revision, "installedDependencies", json!(resolution.installed));
+        if let Some(error) = resolution.error() {
+            return Err(Unhealthy::new("ResolveDependencies", error));
         }
         Ok(())
     }
@@ -394,19 +352,6 @@ pub fn start_controller(runtime: &Runtime, cache_dir: PathBuf) -> Arc<Controller
         known.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|name| ObjectKey::new(None, name)).collect()
     });
     // A dependency installed, upgraded or become healthy wakes the Configurations that need it.
-    for dependency_kind in [super::provider_kind(), super::function_kind(), package_kind] {
-        let waiting = waiting.clone();
-        runtime.watches.kinds().insert(dependency_kind.clone());
-        controller.watch_mapped(&runtime.watches, &dependency_kind.gvk, move |event| {
-            let package = match event {
-                oxplane_runtime::watches::WatchEvent::Applied { new, .. } => new,
-                oxplane_runtime::watches::WatchEvent::Deleted(old) => old,
-                oxplane_runtime::watches::WatchEvent::State(_) => return Vec::new(),
-            };
-            let Some(reference) = package.pointer("/spec/package").and_then(Value::as_str) else { return Vec::new() };
-            let waiting = waiting.lock().unwrap_or_else(|p| p.into_inner());
-            waiting.get(oxplane_xpkg::names::source(reference)).into_iter().flatten().map(|name| ObjectKey::new(None, name)).collect()
-        });
-    }
+    waiting.watch(runtime, &controller);
     controller
 }
