@@ -124,6 +124,13 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     assert_eq!(mrd["spec"]["state"], "Active", "{mrd}");
     assert_eq!(condition(&mrd, "Established").unwrap()["status"], "True", "{mrd}");
     assert_eq!(mrd["metadata"]["ownerReferences"][0]["name"], revision_name.as_str(), "{mrd}");
+    // An MRD the package ships is installed as shipped, its connection details kept, and
+    // activated the same way.
+    assert!(refs.iter().any(|r| r["kind"] == "ManagedResourceDefinition" && r["name"] == "gadgets.fixture.example.org"), "{revision}");
+    let gadgets = server.get(&["mrd", "gadgets.fixture.example.org"]).unwrap();
+    assert_eq!(gadgets["spec"]["state"], "Active", "{gadgets}");
+    assert_eq!(gadgets["spec"]["connectionDetails"][1]["name"], "password", "{gadgets}");
+    server.kubectl(&["wait", "--for=condition=Established", "crd/gadgets.fixture.example.org", "--timeout=30s"]);
     let crd = server.get(&["crd", "things.fixture.example.org"]).unwrap();
     let service = &crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
     assert_eq!((service["name"].as_str(), service["namespace"].as_str(), service["port"].as_i64(), service["path"].as_str()), (Some("provider-things"), Some("crossplane-system"), Some(9443), Some("/convert")));

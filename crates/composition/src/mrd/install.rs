@@ -29,10 +29,11 @@ pub fn is_safe_start<'a>(capabilities: impl IntoIterator<Item = &'a str>) -> boo
     capabilities.into_iter().any(|c| normalise(c) == "safestart")
 }
 
-/// Installs a provider package's CRDs: labelled with the package (and its `commonLabels` and
-/// `commonAnnotations`), owned by `owners`; each managed kind as an MRD, created `Active`
-/// unless `safe_start` (an MRD already active stays active: an inactive state never overwrites
-/// a live one), the ProviderConfig kinds as CRDs.
+/// Installs a provider package's CRDs and MRDs: labelled with the package (and its
+/// `commonLabels` and `commonAnnotations`), owned by `owners`; each managed kind as an MRD (the
+/// package's own, `connectionDetails` and all, or made from its CRD), created `Active` unless
+/// `safe_start` (an MRD already active stays active: an inactive state never overwrites a live
+/// one), the ProviderConfig kinds as CRDs.
 pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value>, owners: &[Value], safe_start: bool) -> Result<InstalledKinds, String> {
     let package_name = object::name(package).unwrap_or_default();
     let mut installed = InstalledKinds::default();
@@ -45,7 +46,7 @@ pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value
         object::set_label(&mut crd, LABEL_PACKAGE, package_name);
         crd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
         let name = object::name(&crd).unwrap_or_default().to_string();
-        if !becomes_mrd(&crd) {
+        if !is_mrd(&crd) && !becomes_mrd(&crd) {
             let applied = kube.apply(&crd_kind(), &crd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply CustomResourceDefinition {name}: {e}"))?;
             if !conditions::is_true(&applied, "Established") {
                 installed.waiting.push(name);
@@ -55,7 +56,13 @@ pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value
         // Only a safe-start provider's MRD may be inactive: then a live active one stays so.
         let active = !safe_start
             || kube.get(&mrd_kind(), None, &name).await.map_err(|e| format!("cannot get ManagedResourceDefinition {name}: {e}"))?.as_ref().is_some_and(is_active);
-        let mut mrd = mrd_of(&crd, active);
+        let mut mrd = if is_mrd(&crd) {
+            let mut shipped = crd.clone();
+            shipped["spec"]["state"] = serde_json::json!(if active { "Active" } else { "Inactive" });
+            shipped
+        } else {
+            mrd_of(&crd, active)
+        };
         mrd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
         let applied = kube.apply(&mrd_kind(), &mrd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply ManagedResourceDefinition {name}: {e}"))?;
         if !is_active(&applied) {
@@ -67,11 +74,16 @@ pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value
     Ok(installed)
 }
 
-/// The `status.objectRefs` entry of one of a provider package's CRDs: the MRD it becomes, or
-/// the CRD itself for a ProviderConfig kind.
+/// Whether a package object is an MRD (rather than a CRD).
+fn is_mrd(object: &Value) -> bool {
+    object.get("kind").and_then(Value::as_str) == Some("ManagedResourceDefinition")
+}
+
+/// The `status.objectRefs` entry of one of a provider package's CRDs or MRDs: the MRD it is or
+/// becomes, or the CRD itself for a ProviderConfig kind.
 pub fn object_ref(crd: &Value) -> Value {
     let name = object::name(crd).unwrap_or_default();
-    if becomes_mrd(crd) {
+    if is_mrd(crd) || becomes_mrd(crd) {
         serde_json::json!({"apiVersion": mrd_kind().api_version(), "kind": "ManagedResourceDefinition", "name": name})
     } else {
         serde_json::json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": name})
@@ -89,5 +101,15 @@ mod tests {
         assert!(is_safe_start(["Safe_Start"]));
         assert!(!is_safe_start(["composition"]));
         assert!(!is_safe_start(Vec::<&str>::new()));
+    }
+
+    #[test]
+    fn a_shipped_mrd_is_referenced_as_an_mrd_whatever_its_kind() {
+        let shipped = serde_json::json!({"kind": "ManagedResourceDefinition", "metadata": {"name": "gadgets.example.org"}, "spec": {"names": {"kind": "Gadget"}}});
+        assert_eq!(object_ref(&shipped)["kind"], "ManagedResourceDefinition");
+        let config = serde_json::json!({"kind": "CustomResourceDefinition", "metadata": {"name": "providerconfigs.example.org"}, "spec": {"names": {"kind": "ProviderConfig"}}});
+        assert_eq!(object_ref(&config)["kind"], "CustomResourceDefinition");
+        let managed = serde_json::json!({"kind": "CustomResourceDefinition", "metadata": {"name": "things.example.org"}, "spec": {"names": {"kind": "Thing"}}});
+        assert_eq!(object_ref(&managed)["kind"], "ManagedResourceDefinition");
     }
 }

@@ -143,9 +143,9 @@ fn capabilities(image: &RuntimeImage) -> Vec<String> {
     image.parsed.meta.pointer("/spec/capabilities").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
 }
 
-/// The CustomResourceDefinitions of a package.
+/// The CustomResourceDefinitions and ManagedResourceDefinitions of a package.
 fn crds(image: &RuntimeImage) -> impl Iterator<Item = &Value> {
-    image.parsed.objects.iter().filter(|o| o.get("kind").and_then(Value::as_str) == Some("CustomResourceDefinition"))
+    image.parsed.objects.iter().filter(|o| matches!(o.get("kind").and_then(Value::as_str), Some("CustomResourceDefinition" | "ManagedResourceDefinition")))
 }
 
 /// A package CRD with its webhook conversion (if any) pointed at the package's Service, with
