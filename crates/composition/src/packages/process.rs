@@ -71,18 +71,34 @@ pub(super) fn last_lines(log: &Path) -> String {
     lines[lines.len().saturating_sub(5)..].join("\n")
 }
 
-/// Sends `signal` to the process group `group`.
-// The one call into libc here: no safe wrapper of kill(2) is among the workspace's crates.
+/// Sends `signal` to `target`: a process, or the process group `-target`.
+// The one call of kill(2) here: no safe wrapper of it is among the workspace's crates.
 #[allow(unsafe_code)]
-fn signal_group(group: u32, signal: i32) {
-    let Ok(group) = i32::try_from(group) else { return };
-    if group <= 1 {
-        return;
-    }
+fn send_signal(target: i32, signal: i32) {
     // SAFETY: kill(2) takes plain integers and touches no memory of ours.
     unsafe {
-        libc::kill(-group, signal);
+        libc::kill(target, signal);
     }
+}
+
+/// Sends `signal` to the process group `group`.
+fn signal_group(group: u32, signal: i32) {
+    match i32::try_from(group) {
+        Ok(group) if group > 1 => send_signal(-group, signal),
+        _ => {}
+    }
+}
+
+/// Asks the kernel to kill the calling process when its parent (oxplane's thread that
+/// started it) dies, even by SIGKILL, when no code of oxplane's runs. For a forked child
+/// before exec: one async-signal-safe system call, allocating nothing.
+#[allow(unsafe_code)]
+pub(super) fn die_with_parent() -> std::io::Result<()> {
+    // SAFETY: prctl(2) with PR_SET_PDEATHSIG takes plain integers.
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Kills a process group when dropped: a supervisor cancelled with the runtime (oxplane
@@ -119,9 +135,7 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
     // ours runs then); the parent check closes the race of oxplane dying before prctl.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            die_with_parent()?;
             if libc::getppid() as u32 != parent {
                 return Err(std::io::Error::other("oxplane exited while starting the process"));
             }
@@ -204,12 +218,9 @@ pub(super) fn reap_orphans(dir: &Path) -> usize {
     killed
 }
 
-#[allow(unsafe_code)]
 fn kill_pid(pid: u32) {
-    let Ok(pid) = i32::try_from(pid) else { return };
-    // SAFETY: kill(2) takes plain integers and touches no memory of ours.
-    unsafe {
-        libc::kill(pid, libc::SIGKILL);
+    if let Ok(pid) = i32::try_from(pid) {
+        send_signal(pid, libc::SIGKILL);
     }
 }
 

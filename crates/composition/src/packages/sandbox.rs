@@ -279,10 +279,10 @@ async fn start_uplink(path: &std::path::Path) -> Result<tokio::process::Child, S
     // exec, and the kernel kills slirp4netns when oxplane dies.
     unsafe {
         command.pre_exec(move || {
-            if libc::fcntl(writer_fd, libc::F_SETFD, 0) != 0 || libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0) != 0 {
+            if libc::fcntl(writer_fd, libc::F_SETFD, 0) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            Ok(())
+            super::process::die_with_parent()
         });
     }
     let mut child = command.spawn().map_err(|e| format!("cannot start {UPLINK}: {e}"))?;

@@ -86,9 +86,15 @@ impl Resolution {
 /// installed version against the constraint.
 pub async fn check(kube: &Kube, wanted: &[Dependency]) -> Result<Resolution, String> {
     let mut resolution = Resolution::default();
+    // Each kind is listed once, however many dependencies are of it.
+    let mut listed: HashMap<&str, Vec<Value>> = HashMap::new();
     for dependency in wanted {
-        let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
-        let packages = kube.list(&kind, None, None).await.map_err(|e| format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind))?;
+        if !listed.contains_key(dependency.kind.as_str()) {
+            let kind = Kind::new("pkg.crossplane.io", "v1", &dependency.kind, &format!("{}s", dependency.kind.to_lowercase()), false);
+            let packages = kube.list(&kind, None, None).await.map_err(|e| format!("cannot resolve package dependencies: cannot list {}s: {e}", dependency.kind))?;
+            listed.insert(&dependency.kind, packages);
+        }
+        let packages = listed.get(dependency.kind.as_str()).map(Vec::as_slice).unwrap_or_default();
         let found = packages.iter().find_map(|p| {
             let reference = p.pointer("/spec/package").and_then(Value::as_str)?;
             (source(reference) == dependency.source).then_some((p, reference))
