@@ -2,7 +2,9 @@
 //! `docker-registry` on 127.0.0.1) and run as a local process, end to end with the real kubectl.
 //! The provider is `fixtures/provider-things`: a Python program on the official Kubernetes
 //! client (a client other than oxplane's own, talking to it only through the kubeconfig it is
-//! given), with a managed CRD of two versions converted by the webhook it serves over TLS. The
+//! given), with a managed CRD of two versions converted by the webhook it serves over TLS, and a
+//! validating admission webhook on the same server (its package's
+//! ValidatingWebhookConfiguration, `failurePolicy: Fail`). The
 //! package is built with `oxplane xpkg build` around a runtime whose entrypoint runs it. It
 //! declares `safe-start`: its managed kind is an MRD the default activation policy activates.
 
@@ -151,6 +153,34 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     assert_eq!(alpha["apiVersion"], "fixture.example.org/v1alpha1");
     assert_eq!((alpha["spec"]["forProvider"]["color"].as_str(), alpha["status"]["atProvider"]["color"].as_str()), (Some("blue"), Some("blue")), "{alpha}");
 
+    // The package's ValidatingWebhookConfiguration, installed as Crossplane installs it: renamed
+    // after the package, pointed at its Service with oxplane's CA (the `ca.crt` of its Secrets),
+    // controlled by the revision and owned by the Provider, listed in the revision's objectRefs.
+    let configuration = server.get(&["validatingwebhookconfiguration", "crossplane-provider-provider-things"]).unwrap();
+    let client_config = &configuration["webhooks"][0]["clientConfig"];
+    let service = &client_config["service"];
+    assert_eq!(
+        (service["name"].as_str(), service["namespace"].as_str(), service["port"].as_i64(), service["path"].as_str()),
+        (Some("provider-things"), Some("crossplane-system"), Some(9443), Some("/validate-fixture-example-org-v1beta1-thing")),
+        "{configuration}"
+    );
+    let server_secret = server.get(&["secret", "provider-things-tls-server", "-n", "crossplane-system"]).unwrap();
+    assert_eq!(client_config["caBundle"], server_secret["data"]["ca.crt"], "{configuration}");
+    let owners = &configuration["metadata"]["ownerReferences"];
+    assert_eq!((owners[0]["kind"].as_str(), owners[0]["name"].as_str(), owners[0]["controller"].as_bool()), (Some("ProviderRevision"), Some(revision_name.as_str()), Some(true)), "{configuration}");
+    assert_eq!((owners[1]["kind"].as_str(), owners[1]["name"].as_str()), (Some("Provider"), Some("provider-things")), "{configuration}");
+    assert!(refs.iter().any(|r| r["kind"] == "ValidatingWebhookConfiguration" && r["name"] == "crossplane-provider-provider-things"), "{revision}");
+    // The API server calls it: a forbidden colour is refused with the webhook's message, others pass.
+    let refused = server
+        .kubectl_try(&["apply", "-f", "-"], "apiVersion: fixture.example.org/v1beta1\nkind: Thing\nmetadata: {name: refused}\nspec: {forProvider: {colour: forbidden}}\n")
+        .unwrap_err();
+    assert!(refused.contains("admission webhook \"vthing.fixture.example.org\" denied the request: colour 'forbidden' is not a colour a Thing may have"), "{refused}");
+    assert!(server.get(&["things.v1beta1.fixture.example.org", "refused"]).is_none());
+    let refused = server.kubectl_try(&["patch", "things.v1beta1.fixture.example.org", "blue", "--type=merge", "-p", "{\"spec\":{\"forProvider\":{\"colour\":\"forbidden\"}}}"], "").unwrap_err();
+    assert!(refused.contains("denied the request"), "{refused}");
+    server.apply("apiVersion: fixture.example.org/v1beta1\nkind: Thing\nmetadata: {name: allowed}\nspec: {forProvider: {colour: yellow}}\n");
+    within(Duration::from_secs(30), "the allowed Thing to be reconciled", || thing_colour(&server, "allowed").as_deref() == Some("yellow"));
+
     // Its identity may do what the RBAC manager's roles grant, and nothing else: the process
     // was refused listing namespaces, and said so in its log.
     assert_eq!(can_i(&server, &account, &["update", "things.fixture.example.org"]), "yes");
@@ -208,7 +238,11 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
         assert_eq!(condition(state, "RuntimeHealthy").unwrap()["reason"], "UnhealthyPackageRevision");
         assert_eq!(condition(state, "RevisionHealthy").unwrap()["status"], "True", "{state}");
     }
-    server.kubectl(&["patch", "things.v1beta1.fixture.example.org", "blue", "--type=merge", "-p", "{\"spec\":{\"forProvider\":{\"colour\":\"red\"}}}"]);
+    // Its validating webhook fails closed (`failurePolicy: Fail`): writes of Things succeed once
+    // the new process listens.
+    within(Duration::from_secs(30), "a write admitted by the restarted process's webhook", || {
+        server.kubectl_try(&["patch", "things.v1beta1.fixture.example.org", "blue", "--type=merge", "-p", "{\"spec\":{\"forProvider\":{\"colour\":\"red\"}}}"], "").is_ok()
+    });
     within(Duration::from_secs(30), "the restarted process to reconcile", || thing_colour(&server, "blue").as_deref() == Some("red"));
 
     // oxplane killed with SIGKILL: the provider's process does not outlive it, and the next
@@ -240,4 +274,12 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     assert!(message.starts_with("Package runtime health is \"False\" with message: the provider process exited (exit status: 2)") && message.contains("missing configuration file"), "{message}");
     let (ok, log, _) = logs(&server, &["provider-broken"]);
     assert!(ok && log.contains("missing configuration file"), "{log}");
+
+    // Uninstalled (once its managed resources are gone), the provider's objects go with it, its
+    // webhook configuration too.
+    server.kubectl(&["delete", "things.v1beta1.fixture.example.org", "--all", "--timeout=60s"]);
+    server.kubectl(&["delete", "provider", "provider-things", "--timeout=60s"]);
+    within(Duration::from_secs(60), "the webhook configuration to go with the provider", || {
+        server.get(&["validatingwebhookconfiguration", "crossplane-provider-provider-things"]).is_none()
+    });
 }

@@ -35,16 +35,9 @@ pub fn is_safe_start<'a>(capabilities: impl IntoIterator<Item = &'a str>) -> boo
 /// `safe_start` (an MRD already active stays active: an inactive state never overwrites a live
 /// one), the ProviderConfig kinds as CRDs.
 pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value>, owners: &[Value], safe_start: bool) -> Result<InstalledKinds, String> {
-    let package_name = object::name(package).unwrap_or_default();
     let mut installed = InstalledKinds::default();
     for mut crd in crds {
-        for (field, set) in [("commonLabels", object::set_label as fn(&mut Value, &str, &str)), ("commonAnnotations", object::set_annotation)] {
-            for (key, value) in package.pointer(&format!("/spec/{field}")).and_then(Value::as_object).into_iter().flatten() {
-                set(&mut crd, key, value.as_str().unwrap_or_default());
-            }
-        }
-        object::set_label(&mut crd, LABEL_PACKAGE, package_name);
-        crd["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
+        mark_installed(package, &mut crd, owners);
         let name = object::name(&crd).unwrap_or_default().to_string();
         if !is_mrd(&crd) && !becomes_mrd(&crd) {
             let applied = kube.apply(&crd_kind(), &crd, FIELD_MANAGER, true).await.map_err(|e| format!("cannot apply CustomResourceDefinition {name}: {e}"))?;
@@ -77,6 +70,18 @@ pub async fn install_provider_crds(kube: &Kube, package: &Value, crds: Vec<Value
 /// Whether a package object is an MRD (rather than a CRD).
 fn is_mrd(object: &Value) -> bool {
     object.get("kind").and_then(Value::as_str) == Some("ManagedResourceDefinition")
+}
+
+/// Marks `object` as installed by the provider `package`: labelled with the package (and its
+/// `commonLabels` and `commonAnnotations`), owned by `owners`.
+pub fn mark_installed(package: &Value, object: &mut Value, owners: &[Value]) {
+    for (field, set) in [("commonLabels", object::set_label as fn(&mut Value, &str, &str)), ("commonAnnotations", object::set_annotation)] {
+        for (key, value) in package.pointer(&format!("/spec/{field}")).and_then(Value::as_object).into_iter().flatten() {
+            set(object, key, value.as_str().unwrap_or_default());
+        }
+    }
+    object::set_label(object, LABEL_PACKAGE, object::name(package).unwrap_or_default());
+    object["metadata"]["ownerReferences"] = Value::Array(owners.to_vec());
 }
 
 /// The `status.objectRefs` entry of one of a provider package's CRDs or MRDs: the MRD it is or

@@ -15,7 +15,7 @@ mod install;
 mod policies;
 
 pub use definitions::start_controller as start_definition_controller;
-pub use install::{InstalledKinds, install_provider_crds, is_safe_start, object_ref};
+pub use install::{InstalledKinds, install_provider_crds, is_safe_start, mark_installed, object_ref};
 pub use policies::{DEFAULT_POLICY_NAME, install_default_policy, start_controller as start_policy_controller};
 
 use oxplane_runtime::kinds::Kind;

@@ -32,6 +32,7 @@ mod pull_progress;
 mod sandbox;
 mod provider_runtime;
 mod runtime_image;
+mod webhooks;
 pub mod lock;
 pub(crate) mod providers;
 pub(crate) mod reconciler;

@@ -16,6 +16,9 @@
 //!   kinds as CRDs, all controlled by `R` and owned by `P`, labelled with the package; a kind
 //!   converting through a webhook is pointed at the Service (path kept) with oxplane's CA as
 //!   `caBundle` (Crossplane puts the leaf `tls.crt` there, which only Go's verifier accepts);
+//! - the package's admission webhook configurations, once its CRDs are established, renamed
+//!   `crossplane-provider-P` and pointed at the Service likewise, owned as its CRDs
+//!   (`webhooks.rs`);
 //! - `R`'s ServiceAccount (which the RBAC manager binds to `R`'s roles), and the process: the image's `Entrypoint`
 //!   and `Cmd` (or the DeploymentRuntimeConfig's `package-runtime` args), the image's `Env`,
 //!   then the DeploymentRuntimeConfig's env, then Crossplane's: `TLS_CLIENT_CERTS_DIR`,
@@ -293,7 +296,8 @@ impl ProviderRuntimes {
             None => {
                 self.stop(&name);
                 let image = Arc::new(RuntimeImage::pull(&self.kube, &self.cache, &self.dir, package, reference, PackageType::Provider, pull).await?);
-                let object_refs = crds(&image).map(crate::mrd::object_ref).collect();
+                let mut object_refs: Vec<Value> = crds(&image).map(crate::mrd::object_ref).collect();
+                object_refs.extend(super::webhooks::object_refs(&image.parsed.objects, "Provider", &name));
                 let capabilities = capabilities(&image);
                 let installed = Installed {
                     revision: revision.to_string(),
@@ -336,6 +340,10 @@ impl ProviderRuntimes {
         if !installed.waiting.is_empty() {
             return Ok(Progress::Waiting(format!("waiting for CustomResourceDefinitions to be established: {}", installed.waiting.join(", "))));
         }
+        // As Crossplane: before the process serves them, so a `failurePolicy: Fail` webhook
+        // refuses writes of its kinds until the process is up.
+        let webhooks = super::webhooks::configurations(&image.parsed.objects, "Provider", &name, ca.ca_pem());
+        super::webhooks::install(&self.kube, package, webhooks, &owners).await?;
 
         let config_name = runtime_config_name(package);
         let config = self.kube.get(&runtime_config_kind(), None, config_name).await.map_err(|e| format!("cannot get DeploymentRuntimeConfig {config_name}: {e}"))?;
