@@ -206,6 +206,9 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     let uid = revision["metadata"]["uid"].as_str().unwrap();
     assert!(log.lines().any(|l| l == format!("REVISION_UID={uid}")), "{log}");
     assert!(log.contains(&format!("acting as {account}")), "{log}");
+    // In-cluster clients find the API server and the ServiceAccount's token where a pod has them.
+    assert!(log.lines().any(|l| l == "KUBERNETES_SERVICE_HOST=127.0.0.1"), "{log}");
+    assert!(log.contains(&format!("in-cluster identity: {account}")), "{log}");
     assert!(log.lines().any(|l| l.starts_with("WEBHOOK_TLS_CERT_DIR=") && l.ends_with("/server")), "{log}");
     let (ok, _, error) = logs(&server, &["provider/absent"]);
     assert!(!ok && error.contains("no provider named \"absent\""), "{error}");

@@ -37,6 +37,9 @@ pub(super) struct Process {
     /// The network namespace it runs in (none: oxplane's own network), kept while it may be
     /// started again.
     pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
+    /// A folder it sees at the in-cluster ServiceAccount path (`sandbox::IN_CLUSTER_DIR`),
+    /// in a mount namespace of its own.
+    pub service_account: Option<PathBuf>,
 }
 
 /// Why a process is down, shared between its supervisor and whoever reports its health:
@@ -129,8 +132,16 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
         .kill_on_drop(true);
     let parent = std::process::id();
     let namespace = process.sandbox.as_ref().map(|s| s.fd());
+    // Made before the fork: the child may not allocate.
+    let mount = match &process.service_account {
+        Some(dir) => Some((
+            std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?,
+            std::ffi::CString::new(super::sandbox::IN_CLUSTER_DIR).map_err(std::io::Error::other)?,
+        )),
+        None => None,
+    };
     // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
-    // getppid(2) and setns(2), all async-signal-safe, allocating nothing. The death signal is
+    // getppid(2), setns(2), unshare(2) and mount(2), all async-signal-safe, allocating nothing. The death signal is
     // what makes the kernel end the process when oxplane is killed with SIGKILL (no code of
     // ours runs then); the parent check closes the race of oxplane dying before prctl.
     unsafe {
@@ -141,6 +152,9 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
             }
             if let Some(namespace) = namespace {
                 super::sandbox::Sandbox::join(namespace)?;
+            }
+            if let Some((source, target)) = &mount {
+                super::sandbox::Sandbox::mount_at(source, target)?;
             }
             Ok(())
         });
@@ -261,6 +275,7 @@ mod tests {
             root,
             log: dir.join("p.log"),
             sandbox: None,
+            service_account: None,
         }
     }
 

@@ -181,13 +181,18 @@ fn kubeconfig(api: &ApiAccess, user: &str, token_file: &Path) -> Value {
     })
 }
 
+/// The host and port of an `https://HOST:PORT` URL (an IPv6 host without its brackets).
+fn api_host_port(url: &str) -> Option<(String, u16)> {
+    let authority = url.strip_prefix("https://")?.split('/').next()?;
+    let (host, port) = authority.rsplit_once(':')?;
+    Some((host.trim_start_matches('[').trim_end_matches(']').to_string(), port.parse().ok()?))
+}
+
 /// The socket address of an `https://127.0.0.1:PORT` (or `localhost`) URL: where the API
 /// server is for a process in a namespace of its own, which reaches it at the same address.
 fn loopback_address(url: &str) -> Option<std::net::SocketAddr> {
-    let authority = url.strip_prefix("https://")?.split('/').next()?;
-    let (host, port) = authority.rsplit_once(':')?;
-    let port: u16 = port.parse().ok()?;
-    matches!(host, "127.0.0.1" | "localhost").then(|| std::net::SocketAddr::from(([127, 0, 0, 1], port)))
+    let (host, port) = api_host_port(url)?;
+    matches!(host.as_str(), "127.0.0.1" | "localhost").then(|| std::net::SocketAddr::from(([127, 0, 0, 1], port)))
 }
 
 /// Whether a DeploymentRuntimeConfig runs the process on the host's network (the pod
@@ -375,8 +380,14 @@ impl ProviderRuntimes {
             return Ok(Progress::Waiting(format!("waiting for the ServiceAccount {SYSTEM_NAMESPACE}/{account}")));
         };
         let kube_dir = self.dir.join("kube").join(revision);
-        let token_file = kube_dir.join("token");
+        // The token, CA and namespace as a pod's ServiceAccount volume holds them: in-cluster
+        // clients read them at the in-cluster path (mounted there in the process's own mount
+        // namespace, below), the kubeconfig names the token file itself.
+        let account_dir = kube_dir.join("serviceaccount");
+        let token_file = account_dir.join("token");
         write_atomically(&token_file, token.as_bytes())?;
+        write_atomically(&account_dir.join("ca.crt"), self.api.ca_pem.as_bytes())?;
+        write_atomically(&account_dir.join("namespace"), SYSTEM_NAMESPACE.as_bytes())?;
         let user = format!("system:serviceaccount:{SYSTEM_NAMESPACE}:{account}");
         let kubeconfig_file = kube_dir.join("kubeconfig");
         write_atomically(&kubeconfig_file, kubeconfig(&self.api, &user, &token_file).to_string().as_bytes())?;
@@ -406,6 +417,10 @@ impl ProviderRuntimes {
             ("WEBHOOK_TLS_CERT_DIR".to_string(), server_dir),
             ("KUBECONFIG".to_string(), kubeconfig_file.display().to_string()),
         ]);
+        // What the kubelet gives every pod: where the API server is, for in-cluster clients.
+        if let Some((host, port)) = api_host_port(&self.api.url) {
+            env.extend([("KUBERNETES_SERVICE_HOST".to_string(), host), ("KUBERNETES_SERVICE_PORT".to_string(), port.to_string())]);
+        }
         if sandbox.is_none() {
             // Sharing oxplane's network, the ports a pod would own are given as providers read
             // them (controller-runtime's flags' variables).
@@ -417,7 +432,16 @@ impl ProviderRuntimes {
         let log = log_dir.join(format!("{revision}.log"));
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let down: Down = Arc::new(Mutex::new(Some("starting".to_string())));
-        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log, sandbox };
+        // The in-cluster ServiceAccount folder needs the privilege that makes namespaces, and a
+        // mount point on the host (an empty folder, made once).
+        let service_account = sandbox.as_ref().and_then(|_| match std::fs::create_dir_all(super::sandbox::IN_CLUSTER_DIR) {
+            Ok(()) => Some(account_dir.clone()),
+            Err(error) => {
+                tracing::warn!(%error, path = super::sandbox::IN_CLUSTER_DIR, "no in-cluster ServiceAccount folder for the provider: cannot make its mount point");
+                None
+            }
+        });
+        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log, sandbox, service_account };
         let wake = self.wake.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let woken = name.clone();
         tokio::spawn(supervise(
@@ -578,6 +602,7 @@ mod tests {
         assert_eq!(loopback_address("https://localhost:443/"), Some("127.0.0.1:443".parse().unwrap()));
         assert_eq!(loopback_address("https://10.0.0.5:6443"), None);
         assert_eq!(loopback_address("http://127.0.0.1:6443"), None);
+        assert_eq!(api_host_port("https://[::1]:6443/"), Some(("::1".to_string(), 6443)));
         assert!(host_network(&json!({"spec": {"deploymentTemplate": {"spec": {"template": {"spec": {"hostNetwork": true}}}}}})));
         assert!(!host_network(&json!({"spec": {}})));
     }

@@ -30,6 +30,9 @@ use std::time::Duration;
 /// The port a provider's webhook server or a function's gRPC server listens on inside its
 /// namespace (Crossplane's `webhook` and `grpc` container ports, and the SDKs' default).
 pub(super) const WEBHOOK_PORT: u16 = 9443;
+/// Where in-cluster clients (client-go's `InClusterConfig`) read their ServiceAccount's
+/// `token`, `ca.crt` and `namespace`.
+pub const IN_CLUSTER_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
 /// The user-mode network program giving a namespace its outbound network.
 const UPLINK: &str = "slirp4netns";
 
@@ -135,6 +138,24 @@ impl Sandbox {
             return Err(std::io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Gives the calling thread a mount namespace of its own in which `source` is seen,
+    /// read-only, at `target` (which must exist), as a pod sees its ServiceAccount's token: for
+    /// a forked child before exec, so it makes only system calls, allocating nothing. Mounts
+    /// of the host still reach the namespace; its own never leave it.
+    #[allow(unsafe_code)]
+    pub fn mount_at(source: &std::ffi::CStr, target: &std::ffi::CStr) -> std::io::Result<()> {
+        let check = |result: libc::c_int| if result == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
+        let none = std::ptr::null::<libc::c_char>();
+        // SAFETY: unshare(2) and mount(2) take plain flags and NUL-terminated strings that
+        // outlive the calls (or null where the call takes none).
+        unsafe {
+            check(libc::unshare(libc::CLONE_NEWNS))?;
+            check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_SLAVE, std::ptr::null()))?;
+            check(libc::mount(source.as_ptr(), target.as_ptr(), none, libc::MS_BIND, std::ptr::null()))?;
+            check(libc::mount(none, target.as_ptr(), none, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, std::ptr::null()))
+        }
     }
 
     async fn listen(&self, address: SocketAddr) -> Result<tokio::net::TcpListener, String> {
