@@ -114,6 +114,15 @@ impl Refused {
     }
 }
 
+/// The token of an `Authorization: Bearer TOKEN` header, read as kube-apiserver reads it: the
+/// header trimmed, split on single spaces, the scheme matched in any case, the word after it.
+fn bearer_token(header: &str) -> Option<&str> {
+    let mut parts = header.trim().splitn(3, ' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
 impl Authenticator {
     /// Who a request is from, given its `Authorization` header and its connection's client
     /// certificate; or why it is refused (401). A valid certificate wins, as in
@@ -124,11 +133,7 @@ impl Authenticator {
             return Ok(user.clone());
         }
         if let Some(header) = authorization {
-            let token = header
-                .strip_prefix("Bearer ")
-                .map(str::trim)
-                .filter(|t| !t.is_empty())
-                .ok_or_else(|| Refused::hidden("the Authorization header is not a bearer token"))?;
+            let token = bearer_token(header).ok_or_else(|| Refused::hidden("the Authorization header is not a bearer token"))?;
             return self.token(token, &[]).map(|(user, _)| user);
         }
         match peer {
@@ -178,6 +183,18 @@ mod tests {
             serde_json::json!({"username": "alice", "groups": ["app-team", "system:authenticated"], "extra": {"scopes": ["a"]}})
         );
         assert_eq!(serde_json::from_value::<UserInfo>(json).unwrap(), user);
+    }
+
+    #[test]
+    fn a_bearer_token_is_read_as_kube_apiserver_reads_it() {
+        // The scheme in any case (the Python client's in-cluster configuration sends
+        // `bearer`), the header trimmed, the token the word after it.
+        for header in ["Bearer abc", "bearer abc", "BEARER abc", "  Bearer abc  ", "Bearer abc extra"] {
+            assert_eq!(bearer_token(header), Some("abc"), "{header:?}");
+        }
+        for header in ["", "Bearer", "Bearer ", "Basic abc", "Bearerabc", "Bearer  abc"] {
+            assert_eq!(bearer_token(header), None, "{header:?}");
+        }
     }
 
     #[test]
