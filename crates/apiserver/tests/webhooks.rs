@@ -2,8 +2,9 @@
 //! server with a certificate from its own CA (the `caBundle`) deny and mutate as configured, in
 //! kube-apiserver's order (mutating before schema validation, validating after); selectors,
 //! matchConditions, dry run, failurePolicy with the webhook down, a webhook answering garbage,
-//! a `service` target found through a Service's address annotation, and configurations
-//! kube-apiserver would refuse.
+//! a `service` target found through a Service's address annotation, configurations
+//! kube-apiserver would refuse, and `matchPolicy` (a write through another version of a
+//! resource reaches an `Equivalent` webhook converted to the version it names).
 
 use crate::support;
 
@@ -67,6 +68,7 @@ async fn webhook_server(names: &[&str]) -> (WebhookServer, Seen) {
                 admission_response(&review, false, Some("not mutated first"), None, &[])
             }
             "/validate" => admission_response(&review, true, None, None, &[]),
+            "/allow" => admission_response(&review, true, None, None, &[]),
             "/count" => {
                 let count = labels.as_object().map_or(0, |l| l.keys().filter(|k| *k != "count").count());
                 let patch = json!([{"op": "add", "path": "/metadata/labels/count", "value": count.to_string()}]);
@@ -330,4 +332,62 @@ async fn an_if_needed_webhook_is_called_again_after_a_later_change() {
     let (code, _, object) = send(&client, Method::POST, CONFIG_MAPS, config_map("once", json!({"app": "a"}))).await;
     assert_eq!(code, 201, "{object}");
     assert_eq!(object["metadata"]["labels"]["count"], "1");
+}
+
+/// Under `matchPolicy: Equivalent` (the default) a webhook whose rules name one version of a
+/// resource is called for writes through another, with the object converted to the version it
+/// named (`kind`/`resource` that version, `requestKind`/`requestResource` the one written); an
+/// `Exact` webhook is not called.
+#[tokio::test]
+async fn an_equivalent_webhook_sees_writes_through_other_versions_in_its_own() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gizmos.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "gizmos", "singular": "gizmo", "kind": "Gizmo"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}},
+                {"name": "v2", "served": true, "storage": false, "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+            ]
+        }
+    });
+    let (code, _, answer) = send(&client, Method::POST, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd).await;
+    assert_eq!(code, 201, "{answer}");
+    let (hooks, seen) = webhook_server(&["127.0.0.1"]).await;
+    let ca = hooks.ca_bundle();
+    let rules = json!([{"operations": ["CREATE"], "apiGroups": ["example.com"], "apiVersions": ["v1"], "resources": ["gizmos"]}]);
+    configure(
+        &client,
+        "ValidatingWebhookConfiguration",
+        "gizmos",
+        json!([
+            webhook("equivalent.example.com", json!({"url": hooks.url("/allow"), "caBundle": ca}), json!({"rules": rules})),
+            webhook("exact.example.com", json!({"url": hooks.url("/exact"), "caBundle": ca}), json!({"rules": rules, "matchPolicy": "Exact"})),
+        ]),
+    )
+    .await;
+
+    // A mutating one too: its patch of the v1 object comes back to the v2 written.
+    configure(&client, "MutatingWebhookConfiguration", "gizmos", json!([webhook("label.example.com", json!({"url": hooks.url("/mutate"), "caBundle": ca}), json!({"rules": rules}))])).await;
+
+    let gizmo = json!({"apiVersion": "example.com/v2", "kind": "Gizmo", "metadata": {"name": "g"}, "spec": {"size": 1}});
+    let (code, _, answer) = send(&client, Method::POST, "/apis/example.com/v2/namespaces/default/gizmos", gizmo).await;
+    assert_eq!(code, 201, "{answer}");
+    assert_eq!(answer["apiVersion"], "example.com/v2", "answered in the version written");
+    assert_eq!(answer["metadata"]["labels"]["mutated"], "yes", "{answer}");
+    let seen = seen.lock().unwrap().clone();
+    let paths: Vec<&str> = seen.iter().map(|(path, _)| path.as_str()).collect();
+    assert_eq!(paths, ["/mutate", "/allow"], "the Exact webhook is not called");
+    assert_eq!(seen[0].1["request"]["object"]["apiVersion"], "example.com/v1");
+    let request = &seen[1].1["request"];
+    assert_eq!(request["object"]["metadata"]["labels"]["mutated"], "yes", "validated after the mutation");
+    assert_eq!(request["object"]["apiVersion"], "example.com/v1", "{request}");
+    assert_eq!(request["object"]["spec"]["size"], 1);
+    assert_eq!(request["kind"], json!({"group": "example.com", "version": "v1", "kind": "Gizmo"}));
+    assert_eq!(request["resource"], json!({"group": "example.com", "version": "v1", "resource": "gizmos"}));
+    assert_eq!(request["requestKind"], json!({"group": "example.com", "version": "v2", "kind": "Gizmo"}));
+    assert_eq!(request["requestResource"], json!({"group": "example.com", "version": "v2", "resource": "gizmos"}));
 }

@@ -176,6 +176,12 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
         .unwrap_err();
     assert!(refused.contains("admission webhook \"vthing.fixture.example.org\" denied the request: colour 'forbidden' is not a colour a Thing may have"), "{refused}");
     assert!(server.get(&["things.v1beta1.fixture.example.org", "refused"]).is_none());
+    // Written through v1alpha1, which its rules do not name, it is refused all the same: the
+    // webhook (matchPolicy Equivalent, the default) sees it converted to v1beta1.
+    let refused = server
+        .kubectl_try(&["apply", "-f", "-"], "apiVersion: fixture.example.org/v1alpha1\nkind: Thing\nmetadata: {name: refused}\nspec: {forProvider: {color: forbidden}}\n")
+        .unwrap_err();
+    assert!(refused.contains("denied the request: colour 'forbidden' is not a colour a Thing may have"), "{refused}");
     let refused = server.kubectl_try(&["patch", "things.v1beta1.fixture.example.org", "blue", "--type=merge", "-p", "{\"spec\":{\"forProvider\":{\"colour\":\"forbidden\"}}}"], "").unwrap_err();
     assert!(refused.contains("denied the request"), "{refused}");
     server.apply("apiVersion: fixture.example.org/v1beta1\nkind: Thing\nmetadata: {name: allowed}\nspec: {forProvider: {colour: yellow}}\n");

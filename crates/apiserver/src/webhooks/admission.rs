@@ -50,9 +50,26 @@ fn operation_name(operation: Operation) -> &'static str {
     }
 }
 
-/// Whether one of `webhook`'s rules covers the request.
-fn rules_match(webhook: &Webhook, request: &AdmissionRequest<'_>) -> bool {
+/// The version of the request's resource `webhook` sees it in, if one of its rules covers the
+/// request: the request's own version when a rule names it; else, under `matchPolicy:
+/// Equivalent` (the default), another served version of the same resource a rule names, as
+/// kube-apiserver sends an object converted to the version the webhook asked for.
+fn matched_resource(state: &AppState, webhook: &Webhook, request: &AdmissionRequest<'_>) -> Option<Arc<ResourceDef>> {
+    if rules_match(webhook, request, request.resource) {
+        return Some(Arc::new(request.resource.clone()));
+    }
+    if webhook.match_policy.as_deref() == Some("Exact") {
+        return None;
+    }
     let resource = request.resource;
+    let mut versions: Vec<&str> = webhook.rules.iter().flat_map(|r| r.api_versions.iter().map(String::as_str)).filter(|v| *v != "*" && *v != resource.version).collect();
+    versions.dedup();
+    versions.into_iter().filter_map(|version| state.registry.get(&resource.group, version, &resource.plural)).find(|other| rules_match(webhook, request, other))
+}
+
+/// Whether one of `webhook`'s rules covers the request made to `resource` (its own, or an
+/// equivalent version of it).
+fn rules_match(webhook: &Webhook, request: &AdmissionRequest<'_>, resource: &ResourceDef) -> bool {
     let operation = operation_name(request.operation);
     let subresource = request.subresource.unwrap_or_default();
     let cluster_scoped = !resource.namespaced;
@@ -100,9 +117,6 @@ enum Decision {
 }
 
 fn decide(state: &AppState, webhook: &Webhook, request: &AdmissionRequest<'_>, object: &Value, review: &Value) -> Decision {
-    if !rules_match(webhook, request) {
-        return Decision::Skip;
-    }
     match namespace_matches(state, webhook, request, object) {
         Ok(false) => return Decision::Skip,
         Err(e) => return Decision::Failed(format!("invalid namespaceSelector: {e}")),
@@ -124,12 +138,15 @@ fn decide(state: &AppState, webhook: &Webhook, request: &AdmissionRequest<'_>, o
     }
 }
 
-/// The `AdmissionReview` sent for `request` with `object` (as it is now).
-fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
+/// The `AdmissionReview` sent for `request` with `object` (as it is now) and `old`, both in
+/// the version of `seen_as` (the request's resource, or an equivalent version of it).
+fn review(request: &AdmissionRequest<'_>, seen_as: &ResourceDef, object: &Value, old: &Value) -> Value {
     let resource = request.resource;
     let uid = uuid::Uuid::new_v4().to_string();
-    let kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
-    let gvr = json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
+    let request_kind = json!({"group": resource.group, "version": resource.version, "kind": resource.kind});
+    let request_gvr = json!({"group": resource.group, "version": resource.version, "resource": resource.plural});
+    let kind = json!({"group": seen_as.group, "version": seen_as.version, "kind": seen_as.kind});
+    let gvr = json!({"group": seen_as.group, "version": seen_as.version, "resource": seen_as.plural});
     let (new, options) = match request.operation {
         Operation::Create => (object.clone(), json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
         Operation::Update => (object.clone(), json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"})),
@@ -145,13 +162,13 @@ fn review(request: &AdmissionRequest<'_>, object: &Value) -> Value {
         "uid": uid,
         "kind": kind,
         "resource": gvr,
-        "requestKind": kind,
-        "requestResource": gvr,
+        "requestKind": request_kind,
+        "requestResource": request_gvr,
         "name": request.name,
         "operation": operation_name(request.operation),
         "userInfo": crate::context::current_user(),
         "object": new,
-        "oldObject": request.old.cloned().unwrap_or(Value::Null),
+        "oldObject": old,
         "dryRun": request.dry_run,
         "options": options,
     });
@@ -285,7 +302,15 @@ async fn run_one(
     mutating: bool,
 ) -> Result<Option<Value>, ApiError> {
     let webhook = &hook.webhook;
-    let review = review(request, object);
+    let Some(seen_as) = matched_resource(state, webhook, request) else { return Ok(None) };
+    // The object and the stored one in the version the webhook sees (the same, mostly).
+    let mut views = vec![object.clone(), request.old.cloned().unwrap_or(Value::Null)];
+    if seen_as.version != request.resource.version {
+        if let Err(why) = convert_to(state, request.resource, &mut views, &seen_as).await {
+            return ignore_or_fail(webhook, &why).map(|()| None);
+        }
+    }
+    let review = review(request, &seen_as, &views[0], &views[1]);
     match decide(state, webhook, request, object, &review) {
         Decision::Skip => return Ok(None),
         Decision::Failed(why) => return ignore_or_fail(webhook, &why).map(|()| None),
@@ -294,11 +319,38 @@ async fn run_one(
     if request.dry_run && !webhook.dry_run_safe() {
         return Err(ApiError::bad_request(format!("admission webhook \"{}\" does not support dry run", webhook.name)));
     }
-    match call(state, webhook, &review, object, mutating).await {
+    match call(state, webhook, &review, &views[0], mutating).await {
+        // A patch of an equivalent version's object applies to it, and the result goes back
+        // to the version written.
+        Outcome::Allowed(Some(patched)) if seen_as.version != request.resource.version => {
+            let mut back = [patched];
+            match convert_to(state, request.resource, &mut back, request.resource).await {
+                Ok(()) => Ok(back.into_iter().next()),
+                Err(why) => ignore_or_fail(webhook, &why).map(|()| None),
+            }
+        }
         Outcome::Allowed(patched) => Ok(patched),
         Outcome::Denied(error) => Err(error),
         Outcome::Failed(why) => ignore_or_fail(webhook, &why).map(|()| None),
     }
+}
+
+/// Converts `objects` (of `resource`; nulls left alone) to the version of `target`: through
+/// the CRD's conversion webhook, or by naming the version (`strategy: None`).
+async fn convert_to(state: &AppState, resource: &ResourceDef, objects: &mut [Value], target: &ResourceDef) -> Result<(), String> {
+    let desired = target.api_version();
+    let mut present: Vec<Value> = objects.iter().filter(|o| o.is_object()).cloned().collect();
+    match super::conversion::for_resource(&state.cache, resource) {
+        Some(conversion) => super::conversion::convert(&state.cache, &conversion, &mut present, &desired).await.map_err(|e| e.message)?,
+        None => present.iter_mut().for_each(|o| o["apiVersion"] = json!(desired)),
+    }
+    let mut converted = present.into_iter();
+    for object in objects.iter_mut().filter(|o| o.is_object()) {
+        if let Some(next) = converted.next() {
+            *object = next;
+        }
+    }
+    Ok(())
 }
 
 fn ignore_or_fail(webhook: &Webhook, why: &str) -> Result<(), ApiError> {
