@@ -8,9 +8,9 @@
 //! not hold is Crossplane's lint warning, and only that object is skipped.
 
 use crate::support;
+use crate::support::processes::oxplane;
 
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use oxplane_xpkg::registry::{Credentials, push};
@@ -18,10 +18,6 @@ use oxplane_xpkg::testing::Registry;
 use serde_json::Value;
 use crate::package_dependencies::xrd;
 use support::{Server, condition, within};
-
-fn oxplane(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_oxplane")).args(args).output().unwrap()
-}
 
 fn example(path: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(path).to_str().unwrap().to_string()

@@ -6,19 +6,14 @@
 //! pulled function, called over mutual TLS on the address oxplane gave the process; killed,
 //! the process is started again and compositions go on.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
 use crate::configurations::{configuration, push_stream};
+use crate::support::processes::{alive, processes_in, write_file};
 use crate::support::{Server, condition};
 
 use oxplane_xpkg::testing::Registry;
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
 
 const XRD: &str = "apiVersion: apiextensions.crossplane.io/v2
 kind: CompositeResourceDefinition
@@ -173,28 +168,10 @@ fn a_pulled_function_runs_as_a_process_and_an_xr_composes_through_it() {
     assert_eq!(function_processes_under(server.dir()), vec![function_process(server.pid())], "one function process, the new start's");
 }
 
-/// Whether a process runs (a zombie nobody reaped yet does not).
-pub fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat.rsplit_once(") ").is_some_and(|(_, rest)| !rest.starts_with('Z')))
-}
-
 /// Every live process serving function-patch-and-transform from a root filesystem in the data
 /// directory `dir`, whoever its parent is.
 fn function_processes_under(dir: &Path) -> Vec<u32> {
-    let mut found: Vec<u32> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| alive(*pid))
-        .filter(|pid| {
-            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
-            cwd.starts_with(dir.join("runtimes/functions/rootfs"))
-                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("function-patch-and-transform"))
-        })
-        .collect();
-    found.sort();
-    found
+    processes_in(&dir.join("runtimes/functions/rootfs"), "function-patch-and-transform")
 }
 
 /// Builds (in `dir`) and pushes to `reference` a Function package whose runtime runs
@@ -202,13 +179,13 @@ fn function_processes_under(dir: &Path) -> Vec<u32> {
 /// (a YAML list of `dependsOn` entries).
 fn push_function(dir: &Path, reference: &str, depends_on: &str) {
     let package = dir.join("function");
-    write(
+    write_file(
         &package.join("crossplane.yaml"),
         &format!("apiVersion: meta.pkg.crossplane.io/v1\nkind: Function\nmetadata: {{name: function-pt}}\nspec: {{capabilities: [composition], dependsOn: {depends_on}}}\n"),
+        false,
     );
     let program = dir.join("rootfs/usr/local/bin/function");
-    write(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")));
-    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_file(&program, &format!("#!/bin/sh\nexec {} function serve function-patch-and-transform \"$@\"\n", env!("CARGO_BIN_EXE_oxplane")), true);
     let file = dir.join("function-pt.xpkg");
     let built = Command::new(env!("CARGO_BIN_EXE_oxplane"))
         .args(["xpkg", "build", "-f", package.to_str().unwrap(), "-o", file.to_str().unwrap(), "--runtime-root"])

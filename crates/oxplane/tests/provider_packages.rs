@@ -8,24 +8,15 @@
 //! package is built with `oxplane xpkg build` around a runtime whose entrypoint runs it. It
 //! declares `safe-start`: its managed kind is an MRD the default activation policy activates.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::function_packages::alive;
+use crate::support::processes::{alive, processes_in, write_file};
 use crate::support::function_servers::{repo_root, venv_program};
 use crate::support::{Server, condition, within};
 
 use oxplane_xpkg::testing::Registry;
-
-fn write(path: &Path, text: &str, executable: bool) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    if executable {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-}
 
 fn fixture() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/provider-things")
@@ -50,10 +41,10 @@ fn build_and_push(folder: &Path, root: &Path, entrypoint: &str, reference: &str,
 fn runtime_root(dir: &Path) -> PathBuf {
     let root = dir.join("rootfs");
     let program = std::fs::read_to_string(fixture().join("provider.py")).unwrap();
-    write(&root.join("usr/local/lib/provider/provider.py"), &program, false);
+    write_file(&root.join("usr/local/lib/provider/provider.py"), &program, false);
     let python = venv_program("bin/python");
-    write(&root.join("usr/local/bin/provider"), &format!("#!/bin/sh\nexec {} \"$(dirname \"$0\")/../lib/provider/provider.py\" \"$@\"\n", python.display()), true);
-    write(&root.join("usr/local/bin/broken"), "#!/bin/sh\necho \"provider-broken: missing configuration file /etc/provider.yaml\"\nexit 2\n", true);
+    write_file(&root.join("usr/local/bin/provider"), &format!("#!/bin/sh\nexec {} \"$(dirname \"$0\")/../lib/provider/provider.py\" \"$@\"\n", python.display()), true);
+    write_file(&root.join("usr/local/bin/broken"), "#!/bin/sh\necho \"provider-broken: missing configuration file /etc/provider.yaml\"\nexit 2\n", true);
     root
 }
 
@@ -65,19 +56,7 @@ fn logs(server: &Server, args: &[&str]) -> (bool, String, String) {
 
 /// The pids of live processes running provider.py from a root filesystem in `dir`.
 fn provider_processes(dir: &Path) -> Vec<u32> {
-    let mut found: Vec<u32> = std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
-        .filter(|pid| alive(*pid))
-        .filter(|pid| {
-            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd.starts_with(dir.join("runtimes/providers/rootfs")))
-                && std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains("provider.py"))
-        })
-        .collect();
-    found.sort();
-    found
+    processes_in(&dir.join("runtimes/providers/rootfs"), "provider.py")
 }
 
 fn can_i(server: &Server, user: &str, args: &[&str]) -> String {
@@ -271,7 +250,7 @@ fn a_pulled_provider_runs_as_a_process_with_its_own_identity_and_serves_its_conv
     // process is started again after a growing backoff. Its reference names the built-in
     // provider-nop, which `--pull-package` turned off for it: it is pulled and run.
     let broken = dir.path().join("broken");
-    write(&broken.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: provider-broken}\n", false);
+    write_file(&broken.join("crossplane.yaml"), "apiVersion: meta.pkg.crossplane.io/v1\nkind: Provider\nmetadata: {name: provider-broken}\n", false);
     build_and_push(&broken, &root, "/usr/local/bin/broken", &broken_source, &dir.path().join("broken.xpkg"));
     server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Provider\nmetadata: {{name: provider-broken}}\nspec: {{package: \"{broken_source}\"}}\n"));
     let mut message = String::new();

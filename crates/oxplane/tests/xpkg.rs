@@ -5,14 +5,11 @@
 //! environment) keeps it through the registry; bad input is refused with the cause.
 
 use std::path::Path;
-use std::process::Command;
 
 use oxplane_xpkg::registry::{Credentials, pull};
 use oxplane_xpkg::testing::Registry;
 
-fn oxplane(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_oxplane")).args(args).output().unwrap()
-}
+use crate::support::processes::oxplane;
 
 fn write(root: &Path, path: &str, text: &str) {
     let path = root.join(path);

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod function_servers;
+pub mod processes;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
