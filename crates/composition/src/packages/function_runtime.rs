@@ -154,7 +154,7 @@ impl FunctionRuntimes {
             ("REVISION_UID".to_string(), uid),
         ]);
         let sandbox = match &self.no_sandbox {
-            None => Some(Arc::new(Sandbox::create(None, port).await.map_err(|e| format!("cannot make the function's network: {e}"))?)),
+            None => Some(Arc::new(Sandbox::create(None, port, &self.dir).await.map_err(|e| format!("cannot make the function's network: {e}"))?)),
             Some(_) => {
                 args.extend(["--address".to_string(), address.clone()]);
                 None
@@ -164,7 +164,7 @@ impl FunctionRuntimes {
         std::fs::create_dir_all(self.dir.join("logs")).map_err(|e| format!("cannot create the function's log folder: {e}"))?;
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let down = Arc::new(Mutex::new(Some("starting".to_string())));
-        let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log, sandbox, service_account: None };
+        let process = Process { name: name.clone(), noun: "function", program, args, env, root: image.root, log, mounts: sandbox.as_ref().map(|s| s.mounts()).unwrap_or_default(), sandbox };
         tokio::spawn(supervise(process, down.clone(), stopped, Arc::new(|| {})));
         tracing::info!(function = %name, revision = %revision, address = %address, "started the function's process");
         let running = Running { revision: revision.to_string(), address: address.clone(), capabilities, down: down.clone(), _stop: stop };

@@ -37,9 +37,9 @@ pub(super) struct Process {
     /// The network namespace it runs in (none: oxplane's own network), kept while it may be
     /// started again.
     pub sandbox: Option<Arc<super::sandbox::Sandbox>>,
-    /// A folder it sees at the in-cluster ServiceAccount path (`sandbox::IN_CLUSTER_DIR`),
-    /// in a mount namespace of its own.
-    pub service_account: Option<PathBuf>,
+    /// Files or folders it sees at other paths (ours, its path), read-only, in a mount
+    /// namespace of its own (none: the host's mounts, as they are).
+    pub mounts: Vec<(PathBuf, PathBuf)>,
 }
 
 /// Why a process is down, shared between its supervisor and whoever reports its health:
@@ -133,13 +133,8 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
     let parent = std::process::id();
     let namespace = process.sandbox.as_ref().map(|s| s.fd());
     // Made before the fork: the child may not allocate.
-    let mount = match &process.service_account {
-        Some(dir) => Some((
-            std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other)?,
-            std::ffi::CString::new(super::sandbox::IN_CLUSTER_DIR).map_err(std::io::Error::other)?,
-        )),
-        None => None,
-    };
+    let c_path = |path: &Path| std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other);
+    let mounts = process.mounts.iter().map(|(source, target)| Ok((c_path(source)?, c_path(target)?))).collect::<std::io::Result<Vec<_>>>()?;
     // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
     // getppid(2), setns(2), unshare(2) and mount(2), all async-signal-safe, allocating nothing. The death signal is
     // what makes the kernel end the process when oxplane is killed with SIGKILL (no code of
@@ -153,8 +148,8 @@ fn spawn(process: &Process) -> std::io::Result<tokio::process::Child> {
             if let Some(namespace) = namespace {
                 super::sandbox::Sandbox::join(namespace)?;
             }
-            if let Some((source, target)) = &mount {
-                super::sandbox::Sandbox::mount_at(source, target)?;
+            if !mounts.is_empty() {
+                super::sandbox::Sandbox::mount_at(&mounts)?;
             }
             Ok(())
         });
@@ -275,7 +270,7 @@ mod tests {
             root,
             log: dir.join("p.log"),
             sandbox: None,
-            service_account: None,
+            mounts: Vec::new(),
         }
     }
 

@@ -399,7 +399,7 @@ impl ProviderRuntimes {
         // network (`hostNetwork`) or this machine cannot make one.
         let api = loopback_address(&self.api.url);
         let sandbox = match api.filter(|_| self.no_sandbox.is_none() && !started_with.2) {
-            Some(api) => Some(Arc::new(Sandbox::create(Some(api), webhook_port).await.map_err(|e| format!("cannot make the provider's network: {e}"))?)),
+            Some(api) => Some(Arc::new(Sandbox::create(Some(api), webhook_port, &self.dir).await.map_err(|e| format!("cannot make the provider's network: {e}"))?)),
             None => None,
         };
         let uid = controller.get("uid").and_then(Value::as_str).unwrap_or_default().to_string();
@@ -434,14 +434,14 @@ impl ProviderRuntimes {
         let down: Down = Arc::new(Mutex::new(Some("starting".to_string())));
         // The in-cluster ServiceAccount folder needs the privilege that makes namespaces, and a
         // mount point on the host (an empty folder, made once).
-        let service_account = sandbox.as_ref().and_then(|_| match std::fs::create_dir_all(super::sandbox::IN_CLUSTER_DIR) {
-            Ok(()) => Some(account_dir.clone()),
-            Err(error) => {
-                tracing::warn!(%error, path = super::sandbox::IN_CLUSTER_DIR, "no in-cluster ServiceAccount folder for the provider: cannot make its mount point");
-                None
+        let mut mounts = sandbox.as_ref().map(|s| s.mounts()).unwrap_or_default();
+        if sandbox.is_some() {
+            match std::fs::create_dir_all(super::sandbox::IN_CLUSTER_DIR) {
+                Ok(()) => mounts.push((account_dir.clone(), PathBuf::from(super::sandbox::IN_CLUSTER_DIR))),
+                Err(error) => tracing::warn!(%error, path = super::sandbox::IN_CLUSTER_DIR, "no in-cluster ServiceAccount folder for the provider: cannot make its mount point"),
             }
-        });
-        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log, sandbox, service_account };
+        }
+        let process = Process { name: name.clone(), noun: "provider", program, args, env, root: image.root.clone(), log, sandbox, mounts };
         let wake = self.wake.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let woken = name.clone();
         tokio::spawn(supervise(

@@ -15,7 +15,9 @@
 //!   endpoint), forwarded into the namespace;
 //! - the rest of the network through `slirp4netns` (the user-mode network rootless containers
 //!   use): outbound connections leave through oxplane's own network stack, and the host's
-//!   loopback answers at `10.0.2.2`.
+//!   loopback answers at `10.0.2.2`; a host whose resolver is on its loopback (systemd-resolved's
+//!   `127.0.0.53`) has the process see a `resolv.conf` naming slirp4netns' DNS forwarder
+//!   (`10.0.2.3`, which asks the host's resolver) instead, in a mount namespace of its own.
 //!
 //! Written with libc rather than a crate: no maintained crate makes a namespace from a thread
 //! and opens sockets in it, which this needs (the process must find its listeners ready the
@@ -33,6 +35,25 @@ pub(super) const WEBHOOK_PORT: u16 = 9443;
 /// Where in-cluster clients (client-go's `InClusterConfig`) read their ServiceAccount's
 /// `token`, `ca.crt` and `namespace`.
 pub const IN_CLUSTER_DIR: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// The resolver configuration of the host.
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+/// slirp4netns' DNS forwarder, as seen from inside the namespace.
+const UPLINK_DNS: &str = "10.0.2.3";
+
+/// The resolver configuration a process in the namespace needs, given the host's: `None` when
+/// the host's serves as it is; when every nameserver is on the host's loopback (unreachable
+/// from the namespace), the same with slirp4netns' forwarder named instead.
+fn resolv_conf_inside(host: &str) -> Option<String> {
+    let nameserver = |line: &str| line.split_whitespace().collect::<Vec<_>>().as_slice().first() == Some(&"nameserver");
+    let servers: Vec<std::net::IpAddr> = host.lines().filter(|l| nameserver(l)).filter_map(|l| l.split_whitespace().nth(1)?.parse().ok()).collect();
+    if servers.is_empty() || !servers.iter().all(std::net::IpAddr::is_loopback) {
+        return None;
+    }
+    let mut inside: Vec<String> = vec![format!("nameserver {UPLINK_DNS}")];
+    inside.extend(host.lines().filter(|l| !nameserver(l)).map(str::to_string));
+    Some(inside.join("\n") + "\n")
+}
+
 /// The user-mode network program giving a namespace its outbound network.
 const UPLINK: &str = "slirp4netns";
 
@@ -55,6 +76,8 @@ pub struct Sandbox {
     forwarders: Vec<tokio::task::JoinHandle<()>>,
     /// The slirp4netns process.
     _uplink: tokio::process::Child,
+    /// Files the process sees in place of the host's: (ours, the path it sees it at).
+    mounts: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Drop for Sandbox {
@@ -88,7 +111,8 @@ impl Sandbox {
     /// Makes a namespace whose `127.0.0.1:9443` is reached from `127.0.0.1:outside_port`
     /// outside and, given `api` (oxplane's API server on the loopback), whose `127.0.0.1:PORT`
     /// of the same port reaches it, with its uplink ready. Must be called within a Tokio runtime.
-    pub async fn create(api: Option<SocketAddr>, outside_port: u16) -> Result<Sandbox, String> {
+    /// `dir` keeps the files the process sees in place of the host's.
+    pub async fn create(api: Option<SocketAddr>, outside_port: u16, dir: &std::path::Path) -> Result<Sandbox, String> {
         let (requests, serve) = mpsc::channel::<Request>();
         let (made, namespace) = mpsc::channel();
         std::thread::Builder::new()
@@ -109,7 +133,13 @@ impl Sandbox {
             .map_err(|_| "cannot make a network namespace".to_string())?
             .map_err(|e| format!("cannot make a network namespace: {e}"))?;
         let uplink = start_uplink(&path).await?;
-        let mut sandbox = Sandbox { namespace, requests, forwarders: Vec::new(), _uplink: uplink };
+        let mut mounts = Vec::new();
+        if let Some(resolv_conf) = std::fs::read_to_string(RESOLV_CONF).ok().as_deref().and_then(resolv_conf_inside) {
+            let ours = dir.join("resolv.conf");
+            std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&ours, resolv_conf)).map_err(|e| format!("cannot write {}: {e}", ours.display()))?;
+            mounts.push((ours, PathBuf::from(RESOLV_CONF)));
+        }
+        let mut sandbox = Sandbox { namespace, requests, forwarders: Vec::new(), _uplink: uplink, mounts };
 
         if let Some(api) = api {
             let inside = sandbox.listen(SocketAddr::from(([127, 0, 0, 1], api.port()))).await?;
@@ -122,6 +152,11 @@ impl Sandbox {
             async move { connect_inside(&into, SocketAddr::from(([127, 0, 0, 1], WEBHOOK_PORT))).await }
         })));
         Ok(sandbox)
+    }
+
+    /// The files a process in the namespace sees in place of the host's: (ours, its path).
+    pub fn mounts(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.mounts.clone()
     }
 
     /// The namespace's file descriptor, which a process joins with [`Sandbox::join`] before exec.
@@ -140,12 +175,12 @@ impl Sandbox {
         Ok(())
     }
 
-    /// Gives the calling thread a mount namespace of its own in which `source` is seen,
-    /// read-only, at `target` (which must exist), as a pod sees its ServiceAccount's token: for
-    /// a forked child before exec, so it makes only system calls, allocating nothing. Mounts
-    /// of the host still reach the namespace; its own never leave it.
+    /// Gives the calling thread a mount namespace of its own in which each `(source, target)`
+    /// is seen, read-only, at `target` (which must exist), as a pod sees its ServiceAccount's
+    /// token: for a forked child before exec, so it makes only system calls, allocating
+    /// nothing. Mounts of the host still reach the namespace; its own never leave it.
     #[allow(unsafe_code)]
-    pub fn mount_at(source: &std::ffi::CStr, target: &std::ffi::CStr) -> std::io::Result<()> {
+    pub fn mount_at(mounts: &[(std::ffi::CString, std::ffi::CString)]) -> std::io::Result<()> {
         let check = |result: libc::c_int| if result == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) };
         let none = std::ptr::null::<libc::c_char>();
         // SAFETY: unshare(2) and mount(2) take plain flags and NUL-terminated strings that
@@ -153,9 +188,12 @@ impl Sandbox {
         unsafe {
             check(libc::unshare(libc::CLONE_NEWNS))?;
             check(libc::mount(none, c"/".as_ptr(), none, libc::MS_REC | libc::MS_SLAVE, std::ptr::null()))?;
-            check(libc::mount(source.as_ptr(), target.as_ptr(), none, libc::MS_BIND, std::ptr::null()))?;
-            check(libc::mount(none, target.as_ptr(), none, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, std::ptr::null()))
+            for (source, target) in mounts {
+                check(libc::mount(source.as_ptr(), target.as_ptr(), none, libc::MS_BIND, std::ptr::null()))?;
+                check(libc::mount(none, target.as_ptr(), none, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY, std::ptr::null()))?;
+            }
         }
+        Ok(())
     }
 
     async fn listen(&self, address: SocketAddr) -> Result<tokio::net::TcpListener, String> {
@@ -333,6 +371,38 @@ mod tests {
     /// Where slirp4netns makes the host's loopback reachable from inside the namespace.
     const HOST_LOOPBACK: &str = "10.0.2.2";
 
+    #[test]
+    fn a_loopback_resolver_is_replaced_by_the_uplinks() {
+        let systemd = "# managed\nnameserver 127.0.0.53\noptions edns0 trust-ad\nsearch example.org\n";
+        assert_eq!(resolv_conf_inside(systemd).as_deref(), Some("nameserver 10.0.2.3\n# managed\noptions edns0 trust-ad\nsearch example.org\n"));
+        assert_eq!(resolv_conf_inside("nameserver ::1\n").as_deref(), Some("nameserver 10.0.2.3\n"));
+        assert_eq!(resolv_conf_inside("nameserver 10.255.255.53\n"), None, "reachable through the uplink as it is");
+        assert_eq!(resolv_conf_inside("nameserver 127.0.0.1\nnameserver 192.0.2.1\n"), None, "one reachable server is enough");
+        assert_eq!(resolv_conf_inside(""), None);
+    }
+
+    /// A process with mounts sees our file at the path, read-only; the host still sees its own.
+    #[tokio::test]
+    async fn a_mounted_file_is_seen_by_the_process_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ours, theirs) = (dir.path().join("ours"), dir.path().join("theirs"));
+        std::fs::write(&ours, "ours\n").unwrap();
+        std::fs::write(&theirs, "the host's\n").unwrap();
+        let c = |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
+        let mounts = vec![(c(&ours), c(&theirs))];
+        let mut command = tokio::process::Command::new("sh");
+        command.arg("-c").arg(format!("cat {0}; echo changed > {0} || echo read-only", theirs.display())).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null());
+        // SAFETY: Sandbox::mount_at makes only system calls.
+        #[allow(unsafe_code)]
+        unsafe {
+            command.pre_exec(move || Sandbox::mount_at(&mounts));
+        }
+        let output = command.output().await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "ours\nread-only\n");
+        assert_eq!(std::fs::read_to_string(&theirs).unwrap(), "the host's\n");
+        assert_eq!(std::fs::read_to_string(&ours).unwrap(), "ours\n");
+    }
+
     /// A process in the sandbox reaches the forwarded API port, serves on the webhook port
     /// (reached from outside), binds a port that is taken outside, and reaches the host's
     /// loopback through the uplink.
@@ -342,7 +412,8 @@ mod tests {
         let api = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let api_address = api.local_addr().unwrap();
         let webhook_port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let sandbox = Sandbox::create(Some(api_address), webhook_port).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let sandbox = Sandbox::create(Some(api_address), webhook_port, dir.path()).await.unwrap();
 
         let fd = sandbox.fd();
         let taken = api_address.port();
