@@ -54,9 +54,10 @@ fn operation_name(operation: Operation) -> &'static str {
 /// request: the request's own version when a rule names it; else, under `matchPolicy:
 /// Equivalent` (the default), another served version of the same resource a rule names, as
 /// kube-apiserver sends an object converted to the version the webhook asked for.
-fn matched_resource(state: &AppState, webhook: &Webhook, request: &AdmissionRequest<'_>) -> Option<Arc<ResourceDef>> {
+/// (`Matched::Own`: no conversion, nothing copied.)
+fn matched_resource(state: &AppState, webhook: &Webhook, request: &AdmissionRequest<'_>) -> Option<Matched> {
     if rules_match(webhook, request, request.resource) {
-        return Some(Arc::new(request.resource.clone()));
+        return Some(Matched::Own);
     }
     if webhook.match_policy.as_deref() == Some("Exact") {
         return None;
@@ -64,7 +65,19 @@ fn matched_resource(state: &AppState, webhook: &Webhook, request: &AdmissionRequ
     let resource = request.resource;
     let mut versions: Vec<&str> = webhook.rules.iter().flat_map(|r| r.api_versions.iter().map(String::as_str)).filter(|v| *v != "*" && *v != resource.version).collect();
     versions.dedup();
-    versions.into_iter().filter_map(|version| state.registry.get(&resource.group, version, &resource.plural)).find(|other| rules_match(webhook, request, other))
+    versions
+        .into_iter()
+        .filter_map(|version| state.registry.get(&resource.group, version, &resource.plural))
+        .find(|other| rules_match(webhook, request, other))
+        .map(Matched::Equivalent)
+}
+
+/// The version a webhook sees a request's object in.
+enum Matched {
+    /// The version written.
+    Own,
+    /// Another served version of the same resource.
+    Equivalent(Arc<ResourceDef>),
 }
 
 /// Whether one of `webhook`'s rules covers the request made to `resource` (its own, or an
@@ -302,15 +315,19 @@ async fn run_one(
     mutating: bool,
 ) -> Result<Option<Value>, ApiError> {
     let webhook = &hook.webhook;
-    let Some(seen_as) = matched_resource(state, webhook, request) else { return Ok(None) };
+    let Some(matched) = matched_resource(state, webhook, request) else { return Ok(None) };
+    let seen_as: &ResourceDef = match &matched {
+        Matched::Own => request.resource,
+        Matched::Equivalent(other) => other,
+    };
     // The object and the stored one in the version the webhook sees (the same, mostly).
     let mut views = vec![object.clone(), request.old.cloned().unwrap_or(Value::Null)];
     if seen_as.version != request.resource.version {
-        if let Err(why) = convert_to(state, request.resource, &mut views, &seen_as).await {
+        if let Err(why) = convert_to(state, request.resource, &mut views, seen_as).await {
             return ignore_or_fail(webhook, &why).map(|()| None);
         }
     }
-    let review = review(request, &seen_as, &views[0], &views[1]);
+    let review = review(request, seen_as, &views[0], &views[1]);
     match decide(state, webhook, request, object, &review) {
         Decision::Skip => return Ok(None),
         Decision::Failed(why) => return ignore_or_fail(webhook, &why).map(|()| None),
