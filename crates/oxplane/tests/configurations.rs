@@ -323,6 +323,27 @@ fn upgrades_move_control_to_the_new_revision_and_manual_activation_waits() {
     within(Duration::from_secs(30), "the revisions gone", || server.get(&["configurationrevisions"]).is_none_or(|l| l["items"].as_array().is_none_or(Vec::is_empty)));
 }
 
+/// Waits until `object`'s `Installed=False/UnpackingPackage` message reports a pull under way
+/// (`PREFIX X MiB ...` with 0 < X < 12, and what follows `prefix` passing `rest`), and checks
+/// every such message it saw has the progress form.
+pub(crate) fn watch_pull_progress(server: &Server, object: &[&str], prefix: &str, rest: impl Fn(&str) -> bool) {
+    let mut seen: Vec<String> = Vec::new();
+    within(Duration::from_secs(60), "a report of the pull under way", || {
+        let installed = server.get(object).and_then(|c| condition(&c, "Installed")).unwrap_or(Value::Null);
+        if installed["reason"] == "UnpackingPackage" && installed["status"] == "False" {
+            seen.push(installed["message"].as_str().unwrap_or_default().to_string());
+        }
+        seen.iter().any(|m| {
+            let Some(after) = m.strip_prefix(prefix) else { return false };
+            let received: f64 = after.split(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
+            rest(after) && received > 0.0 && received < 12.0
+        })
+    });
+    for message in &seen {
+        assert!(message.starts_with(prefix) && message.ends_with(" layers"), "{message}");
+    }
+}
+
 /// A slow pull of a large package reports its progress while it runs, on the Configuration
 /// (`Installed=False/UnpackingPackage`, `pulling package REF: 3.0 MiB of 12.0 MiB, 0 of 2
 /// layers`) and in the log; once pulled, the package installs as any other.
@@ -339,22 +360,8 @@ fn a_slow_pull_reports_its_progress_in_bytes_and_layers() {
     let server = Server::start();
     server.apply(&configuration("large", &reference));
     let prefix = format!("pulling package {reference}: ");
-    let mut seen: Vec<String> = Vec::new();
-    within(Duration::from_secs(60), "a report of the pull half done", || {
-        let installed = server.get(&["configuration", "large"]).and_then(|c| condition(&c, "Installed")).unwrap_or(Value::Null);
-        if installed["reason"] == "UnpackingPackage" && installed["status"] == "False" {
-            seen.push(installed["message"].as_str().unwrap_or_default().to_string());
-        }
-        // `X MiB of 12.0 MiB, 0 of 2 layers` with 0 < X < 12: the large layer is arriving.
-        seen.iter().any(|m| {
-            let Some(rest) = m.strip_prefix(&prefix) else { return false };
-            let received: f64 = rest.split(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
-            rest.ends_with(" of 12.0 MiB, 0 of 2 layers") && received > 0.0 && received < 12.0
-        })
-    });
-    for message in &seen {
-        assert!(message.starts_with(&prefix) && message.ends_with(" layers"), "{message}");
-    }
+    // `X MiB of 12.0 MiB, 0 of 2 layers` with 0 < X < 12: the large layer is arriving.
+    watch_pull_progress(&server, &["configuration", "large"], &prefix, |rest| rest.ends_with(" of 12.0 MiB, 0 of 2 layers"));
     server.kubectl(&["wait", "--for=condition=Healthy", "configuration/large", "--timeout=90s"]);
     let installed = condition(&server.get(&["configuration", "large"]).unwrap(), "Installed").unwrap();
     assert_eq!(installed["reason"], "ActivePackageRevision");

@@ -276,22 +276,8 @@ fn a_slow_function_pull_reports_its_progress() {
     let server = Server::start();
     server.apply(&format!("apiVersion: pkg.crossplane.io/v1\nkind: Function\nmetadata: {{name: slow-pt}}\nspec: {{package: \"{reference}\"}}\n"));
     let prefix = format!("pulling package {reference}: ");
-    let mut seen: Vec<String> = Vec::new();
-    crate::support::within(std::time::Duration::from_secs(60), "a report of the pull under way", || {
-        let installed = server.get(&["function", "slow-pt"]).and_then(|f| condition(&f, "Installed")).unwrap_or_default();
-        if installed["reason"] == "UnpackingPackage" && installed["status"] == "False" {
-            seen.push(installed["message"].as_str().unwrap_or_default().to_string());
-        }
-        // `X MiB of Y MiB, 0 of N layers` with 0 < X < 12: the large layer is arriving.
-        seen.iter().any(|m| {
-            let Some(rest) = m.strip_prefix(&prefix) else { return false };
-            let received: f64 = rest.split(' ').next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
-            rest.contains(" MiB, 0 of ") && received > 0.0 && received < 12.0
-        })
-    });
-    for message in &seen {
-        assert!(message.starts_with(&prefix) && message.ends_with(" layers"), "{message}");
-    }
+    // `X MiB of Y MiB, 0 of N layers` with 0 < X < 12: the large layer is arriving.
+    crate::configurations::watch_pull_progress(&server, &["function", "slow-pt"], &prefix, |rest| rest.contains(" MiB, 0 of "));
     server.kubectl(&["wait", "--for=condition=Healthy", "function/slow-pt", "--timeout=90s"]);
     let installed = condition(&server.get(&["function", "slow-pt"]).unwrap(), "Installed").unwrap();
     assert_eq!(installed["reason"], "ActivePackageRevision");

@@ -57,12 +57,10 @@ use super::reconciler::Progress;
 use super::providers::{FIELD_MANAGER, runtime_args, runtime_config_kind, runtime_config_name, runtime_container};
 use super::configurations::dependencies::Dependency;
 use super::runtime_image::{Dependencies, RuntimeImage};
-use super::sandbox::Sandbox;
+use super::sandbox::{Sandbox, WEBHOOK_PORT};
 
 /// How long a provider's ServiceAccount token lives (renewed at 80% of it).
 const TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
-/// The port Crossplane's Service and webhooks name.
-const WEBHOOK_PORT: u16 = 9443;
 
 /// Where provider processes reach the API server.
 #[derive(Clone, Debug)]
@@ -160,13 +158,20 @@ pub fn with_webhook(crd: &Value, package: &str, ca_pem: &str) -> Value {
         let versions = crd.pointer("/spec/conversion/webhook/conversionReviewVersions").cloned().unwrap_or_else(|| json!(["v1"]));
         crd["spec"]["conversion"]["webhook"] = json!({
             "conversionReviewVersions": versions,
-            "clientConfig": {
-                "service": {"name": package, "namespace": SYSTEM_NAMESPACE, "port": WEBHOOK_PORT, "path": path},
-                "caBundle": STANDARD.encode(ca_pem),
-            },
+            "clientConfig": service_client_config(package, Some(json!(path)), ca_pem),
         });
     }
     crd
+}
+
+/// A webhook's `clientConfig` calling the package `package`'s Service (`crossplane-system`,
+/// port 9443, `path` if any) and trusting `ca_pem`: for its conversion and admission webhooks.
+pub fn service_client_config(package: &str, path: Option<Value>, ca_pem: &str) -> Value {
+    let mut service = json!({"name": package, "namespace": SYSTEM_NAMESPACE, "port": WEBHOOK_PORT});
+    if let Some(path) = path {
+        service["path"] = path;
+    }
+    json!({"service": service, "caBundle": STANDARD.encode(ca_pem)})
 }
 
 /// A kubeconfig for `user` reaching `api`, its token read from `token_file`.

@@ -29,8 +29,9 @@ use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// The port a provider's webhook server or a function's gRPC server listens on inside its
-/// namespace (Crossplane's `webhook` and `grpc` container ports, and the SDKs' default).
+/// The port a provider's webhook server or a function's gRPC server listens on (inside its
+/// namespace): Crossplane's `webhook` and `grpc` container and Service ports, and the SDKs'
+/// default.
 pub(super) const WEBHOOK_PORT: u16 = 9443;
 /// Where in-cluster clients (client-go's `InClusterConfig`) read their ServiceAccount's
 /// `token`, `ca.crt` and `namespace`.
@@ -92,6 +93,12 @@ impl Drop for Sandbox {
 /// machine can give them namespaces of their own (the privilege to make one, and slirp4netns
 /// for their outbound network).
 pub fn unavailable() -> Option<String> {
+    // Found out once per process: the provider and function runtimes both ask at start.
+    static FOUND: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    FOUND.get_or_init(find_unavailable).clone()
+}
+
+fn find_unavailable() -> Option<String> {
     if which(UPLINK).is_none() {
         return Some(format!("{UPLINK} is not installed (it gives a process's own network namespace its outbound network)"));
     }

@@ -6,18 +6,13 @@
 //! (`crossplane-system/<package name>:9443`, `path` kept) and given a `caBundle`, the objects
 //! owned by the revision and the package like the package's other objects.
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
 use oxplane_runtime::client::Kube;
-use oxplane_runtime::identity::SYSTEM_NAMESPACE;
 use oxplane_runtime::kinds::Kind;
 use oxplane_runtime::object;
 use serde_json::{Value, json};
 
 use super::providers::FIELD_MANAGER;
 
-/// The port Crossplane's Service and webhooks name.
-const WEBHOOK_PORT: u16 = 9443;
 const GROUP: &str = "admissionregistration.k8s.io";
 
 /// The kind of a webhook configuration object, `None` for any other object.
@@ -43,7 +38,6 @@ fn installed_name(package_kind: &str, package: &str) -> String {
 /// the leaf `tls.crt` in `caBundle`, which only Go's verifier accepts as a root; oxplane's CA
 /// is what the package's serving certificate chains to.
 pub fn configurations(objects: &[Value], package_kind: &str, package: &str, ca_pem: &str) -> Vec<(Kind, Value)> {
-    let ca_bundle = STANDARD.encode(ca_pem);
     objects
         .iter()
         .filter_map(|o| Some((kind_of(o)?, o)))
@@ -55,13 +49,9 @@ pub fn configurations(objects: &[Value], package_kind: &str, package: &str, ca_p
             }
             for webhook in configuration.get_mut("webhooks").and_then(Value::as_array_mut).into_iter().flatten() {
                 let path = webhook.pointer("/clientConfig/service/path").cloned();
-                let mut service = json!({"name": package, "namespace": SYSTEM_NAMESPACE, "port": WEBHOOK_PORT});
-                if let Some(path) = path {
-                    service["path"] = path;
-                }
                 // A `url` would make the webhook invalid next to `service` (exactly one is
                 // allowed): the package's own server is what is called.
-                webhook["clientConfig"] = json!({"service": service, "caBundle": ca_bundle});
+                webhook["clientConfig"] = super::provider_runtime::service_client_config(package, path, ca_pem);
             }
             (kind, configuration)
         })
@@ -91,6 +81,8 @@ pub async fn install(kube: &Kube, package: &Value, configurations: Vec<(Kind, Va
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
 
     fn package_objects() -> Vec<Value> {
         vec![
